@@ -1,0 +1,64 @@
+// Recipe configs: YAML loading, torchtune-style overrides, `${key}` interpolation and validation
+// against the component registry. Every problem comes back as a Diagnostic, never as an exception
+// escaping to the user.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+namespace tb::config {
+
+// One problem with a config. Formats as `file:line:col: message` (1-based line and column) or,
+// for a problem that came from a command-line override, `override 'a.b=v': message`.
+struct Diagnostic {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  std::string override_text;  // non-empty when the problem is in an override
+  std::string message;
+  std::string format() const;
+};
+
+struct Config {
+  YAML::Node root;          // resolved: overrides applied, interpolation done
+  std::string source_path;  // the file it was read from, or a display name for text
+  std::string recipe;       // which recipe validated it ("" = generic checks only)
+
+  // Dotted-path access: "optimizer.lr", "checkpointer.checkpoint_files". Invalid node if absent.
+  YAML::Node at(const std::string& dotted) const;
+  // The YAML text of the resolved config (what `cp` and the GUI editor show).
+  std::string to_yaml() const;
+};
+
+struct LoadResult {
+  std::optional<Config> config;          // set when there are no diagnostics
+  std::vector<Diagnostic> diagnostics;   // all problems found, in file order
+  bool ok() const { return config.has_value() && diagnostics.empty(); }
+};
+
+struct LoadOptions {
+  std::vector<std::string> overrides;  // `a.b=v`, `a=[x,y]`, `dataset=name`, `~a.b`
+  std::string recipe;                  // validate the recipe-specific keys of this recipe
+  bool validate_components = true;     // check `_component_` names and their arguments
+};
+
+// `name_or_path` is a file path or a bundled config name such as `tiny/full_single_device`
+// (with or without .yaml).
+LoadResult load_file(const std::string& name_or_path, const LoadOptions& options = {});
+// The same for text held in memory (the GUI editor); `display_name` stands in for the file name.
+LoadResult load_text(const std::string& text, const std::string& display_name, const LoadOptions& options = {});
+
+struct BundledConfig {
+  std::string name;    // e.g. llama2/7B_full_single_device
+  std::string path;    // absolute path of the YAML file
+  std::string recipe;  // the recipe it is written for
+};
+std::vector<BundledConfig> bundled_configs();
+// The folder holding bundled configs and resources (env TUNEBENCH_SHARE_DIR overrides).
+std::string share_dir();
+
+}  // namespace tb::config

@@ -1,0 +1,25 @@
+#include "recipe.h"
+
+namespace tb {
+
+const char* to_string(RunStatus s) {
+  switch (s) {
+    case RunStatus::Completed: return "completed";
+    case RunStatus::Stopped: return "stopped";
+    case RunStatus::Failed: return "failed";
+  }
+  return "failed";
+}
+
+const std::vector<RecipeInfo>& recipes() {
+  static const std::vector<RecipeInfo> all = {};
+  return all;
+}
+
+const RecipeInfo* find_recipe(const std::string& name) {
+  for (const auto& r : recipes())
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+}  // namespace tb

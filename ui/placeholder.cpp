@@ -1,0 +1,2 @@
+// tuneui is filled by the GUI issue.
+namespace tb::ui {}
