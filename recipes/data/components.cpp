@@ -1,0 +1,9 @@
+// Components of recipes/data/ in the registry (filled as the subsystem lands).
+#include "config/components.h"
+#include "config/registry.h"
+
+namespace tb::data {
+
+void register_components(config::Registry& registry) { (void)registry; }
+
+}  // namespace tb::data
