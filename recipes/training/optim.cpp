@@ -1,0 +1,34 @@
+#include "training/optim.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <torch/nn/functional/loss.h>
+
+namespace tb::training {
+
+LrLambda cosine_with_warmup(int64_t num_warmup_steps, int64_t num_training_steps, double num_cycles) {
+  return [=](int64_t step) {
+    if (step < num_warmup_steps) return double(step) / double(std::max<int64_t>(1, num_warmup_steps));
+    const double progress =
+        double(step - num_warmup_steps) / double(std::max<int64_t>(1, num_training_steps - num_warmup_steps));
+    const double cosine = 0.5 * (1.0 + std::cos(M_PI * num_cycles * 2.0 * progress));
+    return std::max(0.0, cosine);
+  };
+}
+
+torch::Tensor cross_entropy_sum(const torch::Tensor& logits, const torch::Tensor& labels, int64_t ignore_index) {
+  namespace F = torch::nn::functional;
+  return F::cross_entropy(logits.to(torch::kFloat32), labels,
+                          F::CrossEntropyFuncOptions().ignore_index(ignore_index).reduction(torch::kSum));
+}
+
+double current_lr(const torch::optim::Optimizer& optimizer) {
+  return optimizer.param_groups().at(0).options().get_lr();
+}
+
+void set_lr(torch::optim::Optimizer& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+}
+
+}  // namespace tb::training

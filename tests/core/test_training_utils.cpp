@@ -1,0 +1,65 @@
+// LR schedule, loss and memory accounting against hand-computed values.
+#include <QtTest>
+
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include "training/memory.h"
+#include "training/optim.h"
+
+class TestTrainingUtils : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void cosineScheduleMatchesFormula_data() {
+    QTest::addColumn<int>("step");
+    QTest::addColumn<double>("expected");
+    // warm-up 4 of 14 steps: step/4 while warming up, then 0.5*(1+cos(pi*(s-4)/10)).
+    QTest::newRow("start") << 0 << 0.0;
+    QTest::newRow("warmup") << 1 << 0.25;
+    QTest::newRow("warmup end") << 4 << 1.0;
+    QTest::newRow("quarter") << 9 << 0.5;                // cos(pi/2) = 0
+    QTest::newRow("decay") << 6 << 0.5 * (1 + std::cos(M_PI * 0.2));
+    QTest::newRow("end") << 14 << 0.0;
+  }
+  void cosineScheduleMatchesFormula() {
+    QFETCH(int, step);
+    QFETCH(double, expected);
+    auto lambda = tb::training::cosine_with_warmup(4, 14);
+    QVERIFY(std::abs(lambda(step) - expected) < 1e-12);
+  }
+
+  void crossEntropySumSkipsIgnored() {
+    // Two rows of logits; row 0 label 1, row 1 ignored. CE = log(e^0+e^1+e^2) - 1.
+    auto logits = torch::tensor({{0.f, 1.f, 2.f}, {5.f, 5.f, 5.f}});
+    auto labels = torch::tensor({1, -100}, torch::kLong);
+    const double expected = std::log(1 + std::exp(1.0) + std::exp(2.0)) - 1.0;
+    const double got = tb::training::cross_entropy_sum(logits, labels, -100).item<double>();
+    QVERIFY(std::abs(got - expected) < 1e-6);
+  }
+
+  void learningRateIsSetOnEveryGroup() {
+    auto w = torch::zeros({2}, torch::requires_grad());
+    torch::optim::SGD sgd({w}, torch::optim::SGDOptions(0.1));
+    tb::training::set_lr(sgd, 0.025);
+    QCOMPARE(tb::training::current_lr(sgd), 0.025);
+  }
+
+  void countsTensorStorage() {
+    tb::training::install_memory_tracking();
+    const int64_t before = tb::training::memory_stats().live_bytes;
+    tb::training::reset_peak_memory();
+    {
+      auto big = torch::empty({1024, 256}, torch::kFloat32);  // exactly 1 MiB
+      QCOMPARE(tb::training::memory_stats().live_bytes - before, int64_t(1 << 20));
+    }
+    QCOMPARE(tb::training::memory_stats().live_bytes, before);
+    QVERIFY(tb::training::memory_stats().peak_bytes >= before + (1 << 20));
+    tb::training::reset_peak_memory();
+    QCOMPARE(tb::training::memory_stats().peak_bytes, before);
+    QVERIFY(tb::training::process_peak_rss_bytes() > 0);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestTrainingUtils)
+#include "test_training_utils.moc"
