@@ -1,0 +1,279 @@
+#include "checkpoint/hf_checkpointer.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <stdexcept>
+
+#include "checkpoint/hf_config.h"
+#include "checkpoint/safetensors.h"
+
+namespace tb::checkpoint {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kIndexFile = "model.safetensors.index.json";
+
+std::string shape_text(c10::IntArrayRef sizes) {
+  std::string s = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
+  return s + "]";
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string strip_compiled_prefix(std::string name) {
+  static const std::string prefix = "_orig_mod.";
+  while (name.compare(0, prefix.size(), prefix) == 0) name.erase(0, prefix.size());
+  return name;
+}
+
+std::string shard_name(size_t k, size_t n) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "model-%05zu-of-%05zu.safetensors", k, n);
+  return buf;
+}
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error(path + ": cannot write");
+    out << text;
+    out.flush();
+    if (!out) throw std::runtime_error(path + ": write failed");
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp);
+    throw std::runtime_error(path + ": cannot rename the temporary file: " + ec.message());
+  }
+}
+
+std::vector<std::string> resolve_checkpoint_files(const std::string& dir, const std::vector<std::string>& files) {
+  if (!fs::is_directory(dir)) throw std::runtime_error("checkpoint_dir " + dir + " is not a folder");
+  std::vector<std::string> out = files;
+  if (out.empty()) {
+    const fs::path index = fs::path(dir) / kIndexFile;
+    if (fs::exists(index)) {
+      std::ifstream in(index);
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(in);
+      } catch (const nlohmann::json::parse_error& e) {
+        throw std::runtime_error(index.string() + ": not valid JSON: " + e.what());
+      }
+      if (!j.contains("weight_map") || !j["weight_map"].is_object())
+        throw std::runtime_error(index.string() + ": no 'weight_map' object");
+      std::set<std::string> unique;
+      for (const auto& [key, file] : j["weight_map"].items()) {
+        if (!file.is_string()) throw std::runtime_error(index.string() + ": weight_map entry of '" + key + "' is not a file name");
+        unique.insert(file.get<std::string>());
+      }
+      out.assign(unique.begin(), unique.end());
+    } else if (fs::exists(fs::path(dir) / "model.safetensors")) {
+      out = {"model.safetensors"};
+    } else {
+      throw std::runtime_error("checkpoint_dir " + dir + " has neither model.safetensors nor " + kIndexFile +
+                               "; name the files in checkpoint_files");
+    }
+  }
+  for (const auto& f : out) {
+    if (ends_with(f, ".bin") || ends_with(f, ".pt") || ends_with(f, ".pth"))
+      throw std::runtime_error("checkpoint file " + f + " is a PyTorch pickle; tunebench reads safetensors only");
+    if (!fs::exists(fs::path(dir) / f)) throw std::runtime_error("checkpoint file " + (fs::path(dir) / f).string() + " does not exist");
+  }
+  return out;
+}
+
+StateDict load_hf_state(const std::string& dir, const std::vector<std::string>& files) {
+  StateDict out;
+  std::map<std::string, std::string> origin;
+  for (const auto& f : resolve_checkpoint_files(dir, files)) {
+    const std::string path = (fs::path(dir) / f).string();
+    SafetensorsFile file(path);
+    for (auto& [name, t] : file.tensors()) {
+      if (out.count(name)) throw std::runtime_error("tensor '" + name + "' is in both " + origin[name] + " and " + path);
+      origin[name] = path;
+      out.emplace(name, std::move(t));
+    }
+  }
+  return out;
+}
+
+StateDict load_model_state(const std::string& dir, const std::vector<std::string>& files,
+                           const models::ModelArgs& args) {
+  try {
+    return hf_to_tune(load_hf_state(dir, files), args);
+  } catch (const SafetensorsError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(dir + ": " + e.what());
+  }
+}
+
+void save_model_state(const std::string& folder, const StateDict& state, const nlohmann::json& hf_config,
+                      uint64_t max_shard_bytes) {
+  const auto args = model_args_from_hf_config(hf_config, folder + "/config.json");
+  const StateDict hf = tune_to_hf(state, args);
+  std::vector<std::string> keys;
+  for (const auto& kv : hf) keys.push_back(kv.first);
+  std::sort(keys.begin(), keys.end(), natural_key_less);
+
+  std::vector<std::vector<std::string>> shards(1);
+  uint64_t shard_bytes = 0, total = 0;
+  for (const auto& k : keys) {
+    const auto& t = hf.at(k);
+    const uint64_t bytes = static_cast<uint64_t>(t.numel()) * t.element_size();
+    if (!shards.back().empty() && shard_bytes + bytes > max_shard_bytes) {
+      shards.emplace_back();
+      shard_bytes = 0;
+    }
+    shards.back().push_back(k);
+    shard_bytes += bytes;
+    total += bytes;
+  }
+
+  fs::create_directories(folder);
+  nlohmann::ordered_json index;
+  index["metadata"] = {{"total_size", total}};
+  nlohmann::json weight_map = nlohmann::json::object();
+  std::set<std::string> written;
+  for (size_t s = 0; s < shards.size(); ++s) {
+    const std::string name = shard_name(s + 1, shards.size());
+    StateDict part;
+    for (const auto& k : shards[s]) {
+      part.emplace(k, hf.at(k));
+      weight_map[k] = name;
+    }
+    save_safetensors((fs::path(folder) / name).string(), part, {{"format", "pt"}});
+    written.insert(name);
+  }
+  index["weight_map"] = weight_map;
+  write_file_atomic((fs::path(folder) / kIndexFile).string(), index.dump(2) + "\n");
+  write_file_atomic((fs::path(folder) / "config.json").string(), hf_config.dump(2) + "\n");
+  // Shards of an earlier save with a different count would otherwise linger next to the index.
+  static const std::regex shard_file(R"(model-\d{5}-of-\d{5}\.safetensors)");
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    const auto fname = entry.path().filename().string();
+    if (std::regex_match(fname, shard_file) && !written.count(fname)) fs::remove(entry.path());
+  }
+}
+
+StateDict base_model_state(const torch::nn::Module& model) {
+  StateDict out;
+  for (const auto& item : model.named_parameters())
+    if (models::is_base_parameter(item.key())) out[strip_compiled_prefix(item.key())] = item.value().detach();
+  return out;
+}
+
+void copy_into_model(torch::nn::Module& model, const StateDict& state, const std::string& source) {
+  torch::NoGradGuard no_grad;
+  std::set<std::string> used;
+  std::vector<std::string> missing;
+  for (auto& item : model.named_parameters()) {
+    if (!models::is_base_parameter(item.key())) continue;
+    const std::string name = strip_compiled_prefix(item.key());
+    const auto it = state.find(name);
+    if (it == state.end()) {
+      missing.push_back(name);
+      continue;
+    }
+    auto& param = item.value();
+    if (it->second.sizes() != param.sizes())
+      throw std::runtime_error(source + ": tensor '" + tune_to_hf_name(name).value_or(name) + "' (" + name +
+                               ") has shape " + shape_text(it->second.sizes()) + " in the checkpoint but " +
+                               shape_text(param.sizes()) + " in the model; does the model match the checkpoint?");
+    param.copy_(it->second);
+    used.insert(name);
+  }
+  if (!missing.empty())
+    throw std::runtime_error(source + ": the checkpoint has no '" + tune_to_hf_name(missing[0]).value_or(missing[0]) +
+                             "' (" + missing[0] + ")" +
+                             (missing.size() > 1 ? " and " + std::to_string(missing.size() - 1) + " more weights" : ""));
+  for (const auto& kv : state)
+    if (!used.count(kv.first))
+      throw std::runtime_error(source + ": checkpoint tensor '" + tune_to_hf_name(kv.first).value_or(kv.first) +
+                               "' has no place in the model (more layers than the model?)");
+}
+
+FullModelHFCheckpointer::FullModelHFCheckpointer(HFCheckpointerOptions options) : options_(std::move(options)) {
+  check_model_type(options_.model_type);
+  if (!options_.safe_serialization)
+    throw std::invalid_argument("safe_serialization: false (PyTorch .bin files) is not supported; tunebench writes safetensors");
+  if (options_.max_shard_bytes == 0) throw std::invalid_argument("max_shard_bytes must be positive");
+}
+
+std::optional<models::ModelArgs> FullModelHFCheckpointer::checkpoint_args() const {
+  if (!options_.checkpoint_dir || !fs::exists(fs::path(*options_.checkpoint_dir) / "config.json")) return std::nullopt;
+  return read_hf_model_args(*options_.checkpoint_dir);
+}
+
+StateDict FullModelHFCheckpointer::load_model_state(const models::ModelArgs& model_args) const {
+  if (!options_.checkpoint_dir) throw std::logic_error("checkpointer has no checkpoint_dir to load from");
+  const auto ckpt_args = checkpoint_args();
+  return checkpoint::load_model_state(*options_.checkpoint_dir, options_.checkpoint_files,
+                                      ckpt_args.value_or(model_args));
+}
+
+LoadReport FullModelHFCheckpointer::load_into(models::TransformerDecoderImpl& model, uint64_t seed) const {
+  return load_into(model, model.args(), seed);
+}
+
+LoadReport FullModelHFCheckpointer::load_into(torch::nn::Module& model, const models::ModelArgs& args,
+                                              uint64_t seed) const {
+  LoadReport report;
+  if (!options_.checkpoint_dir) {
+    models::init_weights(model, seed);
+    report.random_init = true;
+    report.message = "checkpoint_dir is null: the model starts from seeded random weights (seed " +
+                     std::to_string(seed) + ", normal std 0.02, norm scales 1)";
+    return report;
+  }
+  const std::string& dir = *options_.checkpoint_dir;
+  const auto ckpt_args = checkpoint_args();
+  if (ckpt_args) {
+    for (const auto& d : args.differences(*ckpt_args))
+      report.warnings.push_back("model and " + dir + "/config.json differ: " + d);
+  } else {
+    report.warnings.push_back(dir + " has no config.json; assuming the model's architecture");
+  }
+  const auto state = checkpoint::load_model_state(dir, options_.checkpoint_files, ckpt_args.value_or(args));
+  copy_into_model(model, state, dir);
+  report.message = "loaded " + std::to_string(state.size()) + " tensors from " + dir;
+  return report;
+}
+
+std::string FullModelHFCheckpointer::save(const std::string& folder, const models::TransformerDecoderImpl& model) const {
+  return save(folder, model, model.args());
+}
+
+std::string FullModelHFCheckpointer::save(const std::string& folder, const torch::nn::Module& model,
+                                          const models::ModelArgs& args) const {
+  const fs::path target = fs::path(folder).is_absolute() || options_.output_dir.empty()
+                              ? fs::path(folder)
+                              : fs::path(options_.output_dir) / folder;
+  const StateDict state = base_model_state(model);
+  if (state.empty()) throw std::runtime_error("the model has no base weights to save");
+  const auto dtype = state.begin()->second.scalar_type();
+  nlohmann::json config;
+  if (options_.checkpoint_dir && fs::exists(fs::path(*options_.checkpoint_dir) / "config.json")) {
+    config = read_hf_config(*options_.checkpoint_dir);
+    config["torch_dtype"] = hf_torch_dtype_name(dtype);
+  } else {
+    config = hf_config_from_model_args(args, options_.model_type, dtype);
+  }
+  save_model_state(target.string(), state, config, options_.max_shard_bytes);
+  return target.string();
+}
+
+}  // namespace tb::checkpoint

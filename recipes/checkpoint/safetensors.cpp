@@ -1,0 +1,295 @@
+#include "checkpoint/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors I/O assumes a little-endian host");
+
+namespace tb::checkpoint {
+
+namespace {
+
+struct DtypeInfo {
+  const char* name;
+  size_t itemsize;
+  torch::ScalarType type;
+};
+
+const std::vector<DtypeInfo>& dtype_table() {
+  static const std::vector<DtypeInfo> table = {
+      {"F64", 8, torch::kDouble}, {"F32", 4, torch::kFloat}, {"F16", 2, torch::kHalf}, {"BF16", 2, torch::kBFloat16},
+      {"I64", 8, torch::kLong},   {"I32", 4, torch::kInt},   {"I16", 2, torch::kShort}, {"I8", 1, torch::kChar},
+      {"U8", 1, torch::kByte},    {"BOOL", 1, torch::kBool}};
+  return table;
+}
+
+const DtypeInfo* find_dtype(const std::string& name) {
+  for (const auto& d : dtype_table())
+    if (name == d.name) return &d;
+  return nullptr;
+}
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) { throw SafetensorsError(path + ": " + what); }
+[[noreturn]] void fail_tensor(const std::string& path, const std::string& name, const std::string& what) {
+  fail(path, "tensor '" + name + "': " + what);
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+}  // namespace
+
+size_t safetensors_itemsize(const std::string& dtype) {
+  const auto* d = find_dtype(dtype);
+  return d ? d->itemsize : 0;
+}
+
+torch::ScalarType safetensors_scalar_type(const std::string& dtype) {
+  const auto* d = find_dtype(dtype);
+  if (!d) throw SafetensorsError("unsupported safetensors dtype '" + dtype + "'");
+  return d->type;
+}
+
+std::string safetensors_dtype_name(torch::ScalarType type) {
+  for (const auto& d : dtype_table())
+    if (d.type == type) return d.name;
+  throw SafetensorsError(std::string("tensors of type ") + c10::toString(type) + " cannot be stored in safetensors");
+}
+
+SafetensorsHeader parse_safetensors_header(const std::string& path, const char* json_text, uint64_t json_len,
+                                           uint64_t file_size) {
+  if (json_len > kMaxSafetensorsHeaderBytes)
+    fail(path, "header length " + std::to_string(json_len) + " exceeds the limit of " +
+                   std::to_string(kMaxSafetensorsHeaderBytes) + " bytes");
+  if (file_size < 8 || json_len > file_size - 8)
+    fail(path, "header length " + std::to_string(json_len) + " runs past the end of the " +
+                   std::to_string(file_size) + "-byte file (truncated?)");
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(json_text, json_text + json_len);
+  } catch (const nlohmann::json::parse_error& e) {
+    fail(path, std::string("header is not valid JSON: ") + e.what());
+  }
+  if (!root.is_object()) fail(path, "header is not a JSON object");
+
+  SafetensorsHeader h;
+  h.data_offset = 8 + json_len;
+  h.data_size = file_size - h.data_offset;
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string& name = it.key();
+    const auto& v = it.value();
+    if (name == "__metadata__") {
+      if (!v.is_object()) fail(path, "__metadata__ is not an object of strings");
+      for (auto m = v.begin(); m != v.end(); ++m) {
+        if (!m.value().is_string()) fail(path, "__metadata__ value of '" + m.key() + "' is not a string");
+        h.metadata[m.key()] = m.value().get<std::string>();
+      }
+      continue;
+    }
+    if (!v.is_object()) fail_tensor(path, name, "entry is not an object");
+    TensorEntry e;
+    e.name = name;
+    const auto dtype = v.find("dtype");
+    if (dtype == v.end() || !dtype->is_string()) fail_tensor(path, name, "missing string 'dtype'");
+    e.dtype = dtype->get<std::string>();
+    const size_t itemsize = safetensors_itemsize(e.dtype);
+    if (itemsize == 0) fail_tensor(path, name, "unsupported dtype '" + e.dtype + "'");
+    const auto shape = v.find("shape");
+    if (shape == v.end() || !shape->is_array()) fail_tensor(path, name, "missing array 'shape'");
+    uint64_t numel = 1;
+    for (const auto& d : *shape) {
+      if (!d.is_number_unsigned() || d.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+        fail_tensor(path, name, "shape " + shape->dump() + " has an entry that is not a non-negative integer");
+      e.shape.push_back(static_cast<int64_t>(d.get<uint64_t>()));
+      if (__builtin_mul_overflow(numel, d.get<uint64_t>(), &numel))
+        fail_tensor(path, name, "shape " + shape->dump() + " overflows");
+    }
+    const auto offsets = v.find("data_offsets");
+    if (offsets == v.end() || !offsets->is_array() || offsets->size() != 2 || !(*offsets)[0].is_number_unsigned() ||
+        !(*offsets)[1].is_number_unsigned())
+      fail_tensor(path, name, "'data_offsets' must be two non-negative integers");
+    e.begin = (*offsets)[0].get<uint64_t>();
+    e.end = (*offsets)[1].get<uint64_t>();
+    const std::string range = "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "]";
+    if (e.begin > e.end) fail_tensor(path, name, range + " run backwards");
+    if (e.end > h.data_size)
+      fail_tensor(path, name, range + " exceed the data area of " + std::to_string(h.data_size) +
+                                  " bytes (offset out of range or file truncated)");
+    uint64_t bytes = 0;
+    if (__builtin_mul_overflow(numel, static_cast<uint64_t>(itemsize), &bytes) || bytes != e.end - e.begin)
+      fail_tensor(path, name, range + " hold " + std::to_string(e.end - e.begin) + " bytes but dtype " + e.dtype +
+                                  " and shape " + shape->dump() + " need " + std::to_string(numel * itemsize));
+    h.tensors.push_back(std::move(e));
+  }
+  // Overlap check on the byte ranges (empty tensors occupy nothing).
+  std::vector<const TensorEntry*> by_offset;
+  for (const auto& e : h.tensors)
+    if (e.end > e.begin) by_offset.push_back(&e);
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const TensorEntry* a, const TensorEntry* b) { return a->begin < b->begin; });
+  for (size_t i = 1; i < by_offset.size(); ++i)
+    if (by_offset[i]->begin < by_offset[i - 1]->end)
+      fail_tensor(path, by_offset[i]->name, "bytes overlap those of tensor '" + by_offset[i - 1]->name + "'");
+  // nlohmann's object is ordered by key, so h.tensors is already sorted by name.
+  return h;
+}
+
+struct SafetensorsFile::Mapping {
+  void* data = nullptr;
+  size_t size = 0;
+  ~Mapping() {
+    if (data) munmap(data, size);
+  }
+};
+
+SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(path, "cannot open: " + errno_text());
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    const auto why = errno_text();
+    ::close(fd);
+    fail(path, "cannot stat: " + why);
+  }
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size < 8) {
+    ::close(fd);
+    fail(path, "file is " + std::to_string(size) + " bytes, too short for the 8-byte header length (truncated?)");
+  }
+  mapping_ = std::make_shared<Mapping>();
+  // Private writable mapping: tensors may be modified in place without ever touching the file.
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  const auto why = errno_text();
+  ::close(fd);
+  if (p == MAP_FAILED) fail(path, "cannot map: " + why);
+  mapping_->data = p;
+  mapping_->size = size;
+  uint64_t json_len = 0;
+  std::memcpy(&json_len, p, 8);
+  header_ = parse_safetensors_header(path, static_cast<const char*>(p) + 8, json_len, size);
+}
+
+const TensorEntry* SafetensorsFile::find(const std::string& name) const {
+  auto it = std::lower_bound(header_.tensors.begin(), header_.tensors.end(), name,
+                             [](const TensorEntry& e, const std::string& n) { return e.name < n; });
+  return it != header_.tensors.end() && it->name == name ? &*it : nullptr;
+}
+
+torch::Tensor SafetensorsFile::make_tensor(const TensorEntry& e) const {
+  const auto type = safetensors_scalar_type(e.dtype);
+  auto* bytes = static_cast<char*>(mapping_->data) + header_.data_offset + e.begin;
+  const auto opts = torch::TensorOptions().dtype(type);
+  if (reinterpret_cast<uintptr_t>(bytes) % safetensors_itemsize(e.dtype) != 0)
+    return torch::from_blob(bytes, e.shape, opts).clone();  // unaligned: own aligned copy
+  auto keep = mapping_;
+  return torch::from_blob(bytes, e.shape, [keep](void*) {}, opts);
+}
+
+torch::Tensor SafetensorsFile::tensor(const std::string& name) const {
+  const auto* e = find(name);
+  if (!e) fail(path_, "no tensor named '" + name + "'");
+  return make_tensor(*e);
+}
+
+std::map<std::string, torch::Tensor> SafetensorsFile::tensors() const {
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& e : header_.tensors) out.emplace(e.name, make_tensor(e));
+  return out;
+}
+
+std::map<std::string, torch::Tensor> load_safetensors(const std::string& path) { return SafetensorsFile(path).tensors(); }
+
+namespace {
+
+// A temp file next to the target, renamed over it on commit(); removed if never committed.
+class AtomicFile {
+ public:
+  explicit AtomicFile(const std::string& path) : path_(path), tmp_(path + ".tmp-XXXXXX") {
+    fd_ = mkstemp(tmp_.data());
+    if (fd_ < 0) fail(path, "cannot create a temporary file next to it: " + errno_text());
+    fchmod(fd_, 0644);
+  }
+  ~AtomicFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_) ::unlink(tmp_.c_str());
+  }
+  void write(const void* data, size_t n) {
+    const char* p = static_cast<const char*>(data);
+    while (n > 0) {
+      const ssize_t w = ::write(fd_, p, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) fail(path_, "write failed: " + errno_text());
+      p += w;
+      n -= static_cast<size_t>(w);
+    }
+  }
+  void commit() {
+    if (fsync(fd_) != 0) fail(path_, "fsync failed: " + errno_text());
+    if (::close(fd_) != 0) {
+      fd_ = -1;
+      fail(path_, "close failed: " + errno_text());
+    }
+    fd_ = -1;
+    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) fail(path_, "cannot rename the temporary file: " + errno_text());
+    committed_ = true;
+  }
+
+ private:
+  std::string path_, tmp_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+}  // namespace
+
+void save_safetensors(const std::string& path, const std::map<std::string, torch::Tensor>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  struct Item {
+    const std::string* name;
+    torch::Tensor data;  // contiguous CPU
+    std::string dtype;
+    size_t itemsize;
+  };
+  std::vector<Item> items;
+  items.reserve(tensors.size());
+  for (const auto& [name, t] : tensors) {
+    if (name == "__metadata__") fail(path, "a tensor may not be named __metadata__");
+    if (!t.defined()) fail_tensor(path, name, "undefined tensor");
+    std::string dtype;
+    try {
+      dtype = safetensors_dtype_name(t.scalar_type());
+    } catch (const SafetensorsError& e) {
+      fail_tensor(path, name, e.what());
+    }
+    items.push_back({&name, t.detach().to(torch::kCPU).contiguous(), dtype, safetensors_itemsize(dtype)});
+  }
+  // Largest element size first keeps every tensor aligned to its element size; then by name.
+  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.itemsize > b.itemsize; });
+
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  for (const auto& it : items) {
+    const uint64_t bytes = static_cast<uint64_t>(it.data.numel()) * it.itemsize;
+    header[*it.name] = {{"dtype", it.dtype}, {"shape", it.data.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  const uint64_t len = text.size();
+
+  AtomicFile out(path);
+  out.write(&len, 8);
+  out.write(text.data(), text.size());
+  for (const auto& it : items)
+    if (it.data.numel() > 0) out.write(it.data.data_ptr(), static_cast<size_t>(it.data.numel()) * it.itemsize);
+  out.commit();
+}
+
+}  // namespace tb::checkpoint

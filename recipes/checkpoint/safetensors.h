@@ -1,0 +1,84 @@
+// safetensors: the Hugging Face tensor file format.
+//   [u64 little-endian N][N bytes of JSON header, space-padded][data area]
+//   header: {"__metadata__": {str: str}, "<name>": {"dtype": "F32", "shape": [..], "data_offsets": [b, e]}, ...}
+//   offsets are relative to the data area; data is raw little-endian, row-major.
+// Reading maps the file (mmap, MAP_PRIVATE) and validates the whole header before any tensor is
+// touched. Tensors from SafetensorsFile are zero-copy views of the mapping: each holds a reference
+// to it, so the mapping lives as long as the last tensor (writes to them are private copy-on-write
+// pages, never the file). A tensor whose bytes are not aligned to its element size is cloned instead.
+// Gaps in the data area are accepted (the reference writer never makes them); overlaps are refused.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace tb::checkpoint {
+
+// Every problem with a file: the message names the file and, where one is at fault, the tensor.
+class SafetensorsError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;  // the reference implementation's bound
+
+struct TensorEntry {
+  std::string name;
+  std::string dtype;           // F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL
+  std::vector<int64_t> shape;
+  uint64_t begin = 0, end = 0;  // byte range in the data area
+};
+
+struct SafetensorsHeader {
+  std::vector<TensorEntry> tensors;  // sorted by name
+  std::map<std::string, std::string> metadata;
+  uint64_t data_offset = 0;  // 8 + header length: where the data area starts in the file
+  uint64_t data_size = 0;
+};
+
+// Validates a header given its JSON text and the file size: length bound, JSON well-formed, every
+// entry with a known dtype, a shape and data_offsets inside the data area whose size matches
+// numel * itemsize, and no two tensors overlapping. `path` is used in messages only.
+SafetensorsHeader parse_safetensors_header(const std::string& path, const char* json, uint64_t json_len,
+                                           uint64_t file_size);
+
+// Element size in bytes of a safetensors dtype name (0 when unknown) and the LibTorch equivalents.
+size_t safetensors_itemsize(const std::string& dtype);
+torch::ScalarType safetensors_scalar_type(const std::string& dtype);  // throws on unknown
+std::string safetensors_dtype_name(torch::ScalarType type);            // throws on unsupported
+
+class SafetensorsFile {
+ public:
+  explicit SafetensorsFile(const std::string& path);  // maps and validates; throws SafetensorsError
+  const std::string& path() const { return path_; }
+  const std::vector<TensorEntry>& entries() const { return header_.tensors; }
+  const std::map<std::string, std::string>& metadata() const { return header_.metadata; }
+  const TensorEntry* find(const std::string& name) const;
+  // Zero-copy view of the mapping (see above); throws SafetensorsError for an unknown name.
+  torch::Tensor tensor(const std::string& name) const;
+  std::map<std::string, torch::Tensor> tensors() const;
+
+ private:
+  struct Mapping;
+  torch::Tensor make_tensor(const TensorEntry& e) const;
+  std::string path_;
+  std::shared_ptr<Mapping> mapping_;
+  SafetensorsHeader header_;
+};
+
+// All tensors of a file (views of its mapping).
+std::map<std::string, torch::Tensor> load_safetensors(const std::string& path);
+
+// Writes tensors (any device, any strides) as the reference writer does: data ordered by dtype size
+// (largest first) then name, header JSON padded with spaces to a multiple of 8 bytes. Atomic: a temp
+// file in the same folder renamed over `path`. Throws SafetensorsError naming the file or tensor.
+void save_safetensors(const std::string& path, const std::map<std::string, torch::Tensor>& tensors,
+                      const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace tb::checkpoint

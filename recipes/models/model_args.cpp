@@ -1,0 +1,135 @@
+#include "models/model_args.h"
+
+#include <sstream>
+#include <stdexcept>
+
+namespace tb::models {
+
+bool RopeScaling::operator==(const RopeScaling& o) const {
+  return scale_factor == o.scale_factor && low_freq_factor == o.low_freq_factor &&
+         high_freq_factor == o.high_freq_factor && old_context_len == o.old_context_len;
+}
+
+void ModelArgs::validate() const {
+  auto fail = [](const std::string& what) { throw std::invalid_argument("model arguments: " + what); };
+  auto positive = [&](int64_t v, const char* name) {
+    if (v <= 0) fail(std::string(name) + " must be positive, got " + std::to_string(v));
+  };
+  positive(vocab_size, "vocab_size");
+  positive(num_layers, "num_layers");
+  positive(num_heads, "num_heads");
+  positive(num_kv_heads, "num_kv_heads");
+  positive(embed_dim, "embed_dim");
+  positive(max_seq_len, "max_seq_len");
+  positive(intermediate_dim, "intermediate_dim");
+  if (embed_dim % num_heads != 0)
+    fail("embed_dim " + std::to_string(embed_dim) + " is not divisible by num_heads " + std::to_string(num_heads));
+  if (num_heads % num_kv_heads != 0)
+    fail("num_heads " + std::to_string(num_heads) + " is not divisible by num_kv_heads " +
+         std::to_string(num_kv_heads));
+  if (head_dim() % 2 != 0) fail("head_dim " + std::to_string(head_dim()) + " must be even for rotary embeddings");
+  if (!(norm_eps > 0)) fail("norm_eps must be positive");
+  if (!(rope_base > 0)) fail("rope_base must be positive");
+  if (rope_scaling) {
+    const auto& s = *rope_scaling;
+    if (!(s.scale_factor > 0) || !(s.low_freq_factor > 0) || s.old_context_len <= 0)
+      fail("rope scaling factors must be positive");
+    if (!(s.high_freq_factor > s.low_freq_factor)) fail("rope scaling needs high_freq_factor > low_freq_factor");
+  }
+}
+
+int64_t ModelArgs::parameter_count() const {
+  const int64_t kv_dim = num_kv_heads * head_dim();
+  const int64_t attn = 2 * embed_dim * embed_dim + 2 * embed_dim * kv_dim;
+  const int64_t mlp = 3 * embed_dim * intermediate_dim;
+  const int64_t per_layer = attn + mlp + 2 * embed_dim;
+  const int64_t embeddings = vocab_size * embed_dim * (tie_word_embeddings ? 1 : 2);
+  return embeddings + num_layers * per_layer + embed_dim;
+}
+
+std::vector<std::string> ModelArgs::differences(const ModelArgs& o) const {
+  std::vector<std::string> out;
+  auto cmp = [&](const char* name, auto a, auto b) {
+    if (a != b) {
+      std::ostringstream s;
+      s << name << " " << a << " vs " << b;
+      out.push_back(s.str());
+    }
+  };
+  cmp("vocab_size", vocab_size, o.vocab_size);
+  cmp("num_layers", num_layers, o.num_layers);
+  cmp("num_heads", num_heads, o.num_heads);
+  cmp("num_kv_heads", num_kv_heads, o.num_kv_heads);
+  cmp("embed_dim", embed_dim, o.embed_dim);
+  cmp("max_seq_len", max_seq_len, o.max_seq_len);
+  cmp("intermediate_dim", intermediate_dim, o.intermediate_dim);
+  cmp("norm_eps", norm_eps, o.norm_eps);
+  cmp("rope_base", rope_base, o.rope_base);
+  cmp("tie_word_embeddings", tie_word_embeddings, o.tie_word_embeddings);
+  if (rope_scaling.has_value() != o.rope_scaling.has_value() ||
+      (rope_scaling && !(*rope_scaling == *o.rope_scaling)))
+    out.push_back(std::string("rope_scaling ") + (rope_scaling ? "set" : "none") + " vs " +
+                  (o.rope_scaling ? "set" : "none") + (rope_scaling && o.rope_scaling ? " (different factors)" : ""));
+  return out;
+}
+
+int64_t scale_hidden_dim_for_mlp(int64_t dim, int64_t multiple_of) {
+  const int64_t hidden = 2 * (4 * dim) / 3;
+  return multiple_of * ((hidden + multiple_of - 1) / multiple_of);
+}
+
+namespace {
+ModelArgs make(int64_t vocab, int64_t layers, int64_t heads, int64_t kv_heads, int64_t dim, int64_t max_seq,
+               int64_t hidden, double rope_base = 10000.0) {
+  ModelArgs a;
+  a.vocab_size = vocab;
+  a.num_layers = layers;
+  a.num_heads = heads;
+  a.num_kv_heads = kv_heads;
+  a.embed_dim = dim;
+  a.max_seq_len = max_seq;
+  a.intermediate_dim = hidden;
+  a.norm_eps = 1e-5;
+  a.rope_base = rope_base;
+  return a;
+}
+}  // namespace
+
+ModelArgs llama2_7b_args() { return make(32000, 32, 32, 32, 4096, 4096, 11008); }
+ModelArgs llama2_13b_args() { return make(32000, 40, 40, 40, 5120, 4096, 13824); }
+ModelArgs llama3_2_1b_args() {
+  ModelArgs a = make(128256, 16, 32, 8, 2048, 131072, 8192, 500000.0);
+  a.rope_scaling = RopeScaling{32.0, 1.0, 4.0, 8192};
+  a.tie_word_embeddings = true;
+  return a;
+}
+ModelArgs llama3_1_8b_args() {
+  ModelArgs a = make(128256, 32, 32, 8, 4096, 131072, 14336, 500000.0);
+  a.rope_scaling = RopeScaling{8.0, 1.0, 4.0, 8192};
+  return a;
+}
+ModelArgs mistral_7b_args() { return make(32000, 32, 32, 8, 4096, 32768, 14336); }
+ModelArgs llama2_stories15m_args() { return make(32000, 6, 6, 6, 288, 256, 768); }
+ModelArgs llama2_stories110m_args() { return make(32000, 12, 12, 12, 768, 1024, 2048); }
+ModelArgs llama_tiny_test_args() { return make(512, 2, 4, 2, 64, 256, 128); }
+
+const std::vector<std::string>& preset_names() {
+  static const std::vector<std::string> names = {"llama2_7b",         "llama2_13b",         "llama3_2_1b",
+                                                 "llama3_1_8b",       "mistral_7b",         "llama2_stories15m",
+                                                 "llama2_stories110m", "llama_tiny_test"};
+  return names;
+}
+
+std::optional<ModelArgs> preset_args(const std::string& n) {
+  if (n == "llama2_7b") return llama2_7b_args();
+  if (n == "llama2_13b") return llama2_13b_args();
+  if (n == "llama3_2_1b") return llama3_2_1b_args();
+  if (n == "llama3_1_8b") return llama3_1_8b_args();
+  if (n == "mistral_7b") return mistral_7b_args();
+  if (n == "llama2_stories15m") return llama2_stories15m_args();
+  if (n == "llama2_stories110m") return llama2_stories110m_args();
+  if (n == "llama_tiny_test") return llama_tiny_test_args();
+  return std::nullopt;
+}
+
+}  // namespace tb::models
