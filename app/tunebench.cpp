@@ -1,11 +1,47 @@
-// tunebench: the desktop window.
+// tunebench: the desktop window. Opens on the embedded default (or the remembered setup), ready to
+// press Start. The --autostart/--quit-after-steps/--screenshot options drive it unattended
+// (scripts/screenshots.sh).
 #include <QApplication>
-#include <QMainWindow>
+#include <QCommandLineParser>
+
+#include <iostream>
+
+#include "MainWindow.h"
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
-  QMainWindow w;
-  w.setWindowTitle("Tunebench");
-  w.show();
+  QApplication::setOrganizationName("Tunebench");
+  QApplication::setApplicationName("tunebench");
+  QApplication::setApplicationVersion(TUNEBENCH_VERSION);
+  QApplication::setDesktopFileName("io.github.tunebench.Tunebench");
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription("Tunebench: fine-tune LLMs with torchtune-style recipes, live.");
+  parser.addHelpOption();
+  parser.addVersionOption();
+  const QCommandLineOption config("config", "Open this bundled config name or YAML file.", "config");
+  const QCommandLineOption useDefault("default", "Open the embedded default, not the remembered setup.");
+  const QCommandLineOption autostart("autostart", "Press Start once the window is up.");
+  const QCommandLineOption quitAfter("quit-after-steps", "With --autostart: stop (saving) after N steps, then quit.", "N");
+  const QCommandLineOption screenshot("screenshot", "Save PNGs of the window (and each tab) when quitting.", "file.png");
+  parser.addOptions({config, useDefault, autostart, quitAfter, screenshot});
+  parser.process(app);
+
+  tb::ui::StartupOptions options;
+  options.config = parser.value(config);
+  options.useDefault = parser.isSet(useDefault);
+  options.autostart = parser.isSet(autostart);
+  options.screenshot = parser.value(screenshot);
+  if (parser.isSet(quitAfter)) {
+    bool ok = false;
+    options.quitAfterSteps = parser.value(quitAfter).toInt(&ok);
+    if (!ok || options.quitAfterSteps < 1) {
+      std::cerr << "tunebench: --quit-after-steps needs a positive number\n";
+      return 1;
+    }
+  }
+
+  tb::ui::MainWindow window(options);
+  window.show();
   return app.exec();
 }

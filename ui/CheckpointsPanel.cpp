@@ -1,0 +1,141 @@
+#include "CheckpointsPanel.h"
+
+#include <QDesktopServices>
+#include <QDir>
+#include <QFileSystemWatcher>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QTableWidget>
+#include <QTimer>
+#include <QUrl>
+#include <QVBoxLayout>
+
+#include "ModelInfo.h"
+
+namespace tb::ui {
+
+namespace {
+enum Column { kName, kStep, kEpoch, kLoss, kRecipe, kCompile, kDtype, kSize, kTime, kStatus, kColumns };
+}
+
+CheckpointsPanel::CheckpointsPanel(QWidget* parent)
+    : QWidget(parent), header_(new QLabel(this)), table_(new QTableWidget(0, kColumns, this)),
+      reload_(new QPushButton("Reload (resume training)", this)),
+      newRun_(new QPushButton("Start new run from these weights", this)), openFolder_(new QPushButton("Open folder", this)),
+      watcher_(new QFileSystemWatcher(this)), refreshTimer_(new QTimer(this)) {
+  table_->setHorizontalHeaderLabels(
+      {"Checkpoint", "Step", "Epoch", "Loss", "Recipe", "Compile", "dtype", "Size", "Written", "Status"});
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_->setSelectionMode(QAbstractItemView::SingleSelection);
+  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  table_->verticalHeader()->setVisible(false);
+  table_->horizontalHeader()->setStretchLastSection(true);
+  reload_->setToolTip("Continue this run from the selected checkpoint: weights, optimizer, schedule, data position");
+  newRun_->setToolTip("A fresh fine-tune (step 1, new optimizer) that starts from the selected weights");
+  auto* refreshButton = new QPushButton("Refresh", this);
+
+  auto* buttons = new QHBoxLayout;
+  buttons->addWidget(reload_);
+  buttons->addWidget(newRun_);
+  buttons->addWidget(openFolder_);
+  buttons->addStretch(1);
+  buttons->addWidget(refreshButton);
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(header_);
+  layout->addWidget(table_, 1);
+  layout->addLayout(buttons);
+
+  refreshTimer_->setSingleShot(true);
+  refreshTimer_->setInterval(400);
+  connect(refreshTimer_, &QTimer::timeout, this, &CheckpointsPanel::refresh);
+  connect(watcher_, &QFileSystemWatcher::directoryChanged, refreshTimer_, qOverload<>(&QTimer::start));
+  connect(refreshButton, &QPushButton::clicked, this, &CheckpointsPanel::refresh);
+  connect(table_, &QTableWidget::itemSelectionChanged, this, &CheckpointsPanel::updateButtons);
+  connect(reload_, &QPushButton::clicked, this, [this] {
+    if (const auto* e = selected()) Q_EMIT reloadRequested(*e);
+  });
+  connect(newRun_, &QPushButton::clicked, this, [this] {
+    if (const auto* e = selected()) Q_EMIT newRunRequested(*e);
+  });
+  connect(openFolder_, &QPushButton::clicked, this, [this] {
+    const auto* e = selected();
+    QDesktopServices::openUrl(QUrl::fromLocalFile(e ? e->path : outputDir_));
+  });
+  refresh();
+}
+
+void CheckpointsPanel::setOutputDir(const QString& dir) {
+  if (!watcher_->directories().isEmpty()) watcher_->removePaths(watcher_->directories());
+  outputDir_ = dir;
+  if (QDir(dir).exists()) watcher_->addPath(dir);
+  refresh();
+}
+
+void CheckpointsPanel::refresh() {
+  const QString selectedPath = selected() ? selected()->path : QString();
+  if (!outputDir_.isEmpty() && QDir(outputDir_).exists() && watcher_->directories().isEmpty())
+    watcher_->addPath(outputDir_);
+  entries_ = outputDir_.isEmpty() ? QVector<CheckpointEntry>() : scanCheckpoints(outputDir_);
+  header_->setText(outputDir_.isEmpty() ? "No output folder yet."
+                                        : QString("%1 checkpoint%2 in %3")
+                                              .arg(entries_.size())
+                                              .arg(entries_.size() == 1 ? "" : "s")
+                                              .arg(outputDir_));
+  table_->setRowCount(int(entries_.size()));
+  for (int row = 0; row < entries_.size(); ++row) {
+    const CheckpointEntry& e = entries_[row];
+    auto set = [&](int column, const QString& text) {
+      auto* item = new QTableWidgetItem(text);
+      if (!e.complete) {
+        item->setForeground(QColor(150, 150, 150));
+        QFont f = item->font();
+        f.setItalic(true);
+        item->setFont(f);
+      }
+      if (column >= kStep && column <= kLoss) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      table_->setItem(row, column, item);
+    };
+    set(kName, e.name);
+    set(kStep, e.step >= 0 ? QString::number(e.step) : "–");
+    set(kEpoch, e.epoch >= 0 ? QString::number(e.epoch) : "–");
+    set(kLoss, e.hasLoss ? QString::number(e.loss, 'f', 4) : "–");
+    set(kRecipe, e.recipe);
+    set(kCompile, e.complete ? (e.compile ? "yes" : "no") : "");
+    set(kDtype, e.dtype);
+    set(kSize, formatBytes(double(e.sizeBytes)));
+    set(kTime, e.time.toString("yyyy-MM-dd HH:mm:ss"));
+    set(kStatus, e.complete ? "complete" : "incomplete (no manifest: being written or interrupted)");
+    if (e.path == selectedPath) table_->selectRow(row);
+  }
+  table_->resizeColumnsToContents();
+  updateButtons();
+}
+
+const CheckpointEntry* CheckpointsPanel::selected() const {
+  const auto rows = table_->selectionModel() ? table_->selectionModel()->selectedRows() : QModelIndexList();
+  if (rows.isEmpty()) return nullptr;
+  const int row = rows.first().row();
+  return row >= 0 && row < entries_.size() ? &entries_[row] : nullptr;
+}
+
+void CheckpointsPanel::select(int row) {
+  table_->selectRow(row);
+  updateButtons();
+}
+
+void CheckpointsPanel::setRunActive(bool active) {
+  runActive_ = active;
+  updateButtons();
+}
+
+void CheckpointsPanel::updateButtons() {
+  const auto* e = selected();
+  const bool usable = e && e->complete && !runActive_;
+  reload_->setEnabled(usable);
+  newRun_->setEnabled(usable);
+  openFolder_->setEnabled(e || !outputDir_.isEmpty());
+}
+
+}  // namespace tb::ui

@@ -1,0 +1,440 @@
+#include "MainWindow.h"
+
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QScrollArea>
+#include <QSettings>
+#include <QStatusBar>
+#include <QStyle>
+#include <QTabWidget>
+#include <QTimer>
+#include <QToolBar>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include <iostream>
+
+#include "AppIcon.h"
+#include "CheckpointsPanel.h"
+#include "ConfigDocument.h"
+#include "ConfigEditorPanel.h"
+#include "LivePlot.h"
+#include "MetricTile.h"
+#include "RunSetupPanel.h"
+#include "RunsPanel.h"
+#include "TrainingController.h"
+#include "YamlEditor.h"
+#include "qcp.h"
+
+namespace tb::ui {
+
+MainWindow::MainWindow(const StartupOptions& options, QWidget* parent)
+    : QMainWindow(parent), options_(options), doc_(new ConfigDocument(this)), controller_(new TrainingController(this)) {
+  setWindowIcon(appIcon());
+  loadInitialSetup();  // before the panels, so they open on it
+  buildUi();
+  buildActions();
+  restoreSettings();
+
+  connect(controller_, &TrainingController::stepLogged, this, &MainWindow::onStep);
+  connect(controller_, &TrainingController::eventLogged, this, &MainWindow::onEvent);
+  connect(controller_, &TrainingController::stateChanged, this, &MainWindow::onState);
+  connect(controller_, &TrainingController::finished, this, &MainWindow::onFinished);
+  connect(doc_, &ConfigDocument::fileStateChanged, this, &MainWindow::updateTitle);
+  connect(doc_, &ConfigDocument::changed, this, &MainWindow::updateTitle);
+  connect(checkpoints_, &CheckpointsPanel::reloadRequested, this, [this](const CheckpointEntry& c) {
+    reloadCheckpoint(c);
+  });
+  connect(checkpoints_, &CheckpointsPanel::newRunRequested, this, [this](const CheckpointEntry& c) {
+    startFromWeights(c);
+  });
+  connect(editor_, &ConfigEditorPanel::statusMessage, this, [this](const QString& m) { statusBar()->showMessage(m, 6000); });
+  connect(editor_, &ConfigEditorPanel::validated, this, [this](bool ok, int count) {
+    if (!controller_->isActive()) start_->setToolTip(ok ? "Start training" : QString("The config has %1 problem(s)").arg(count));
+  });
+  checkpoints_->setOutputDir(doc_->scalar("output_dir"));
+  onState(RunState::Idle, {});
+  updateTitle();
+  if (!startupMessage_.isEmpty()) statusBar()->showMessage(startupMessage_);
+
+  if (options_.autostart) {
+    QTimer::singleShot(0, this, [this] {
+      QString error;
+      if (!startRun(&error)) {
+        std::cerr << "tunebench: cannot start: " << error.toStdString() << "\n";
+        if (!options_.screenshot.isEmpty() || options_.quitAfterSteps > 0) takeScreenshotsAndQuit(1);
+      }
+    });
+  }
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::loadInitialSetup() {
+  QString error;
+  if (!options_.config.isEmpty()) {
+    const bool ok = QFileInfo(options_.config).isFile() ? doc_->loadFile(options_.config, &error)
+                                                        : doc_->loadBundled(options_.config, &error);
+    if (ok) return;
+    startupMessage_ = error + " — opened the embedded default instead";
+    std::cerr << "tunebench: " << error.toStdString() << "\n";
+  } else if (!options_.useDefault) {
+    QSettings settings;
+    const QString text = settings.value("setup/text").toString();
+    if (!text.trimmed().isEmpty()) {
+      doc_->loadText(text, settings.value("setup/file").toString(), settings.value("setup/bundled").toString());
+      return;
+    }
+  }
+  loadEmbeddedDefault();
+}
+
+void MainWindow::loadEmbeddedDefault() {
+  QString error;
+  if (doc_->loadBundled(kEmbeddedDefaultConfig, &error)) return;
+  const auto all = tb::config::bundled_configs();
+  if (!all.empty()) {
+    doc_->loadBundled(QString::fromStdString(all.front().name));
+    startupMessage_ = QString("The embedded default %1 is not installed; opened %2")
+                          .arg(kEmbeddedDefaultConfig, QString::fromStdString(all.front().name));
+    return;
+  }
+  doc_->loadText(QString("# No bundled configs were found under %1/configs.\n"
+                         "# Open a config (File > Open) or write one here.\n")
+                     .arg(QString::fromStdString(tb::config::share_dir())),
+                 {}, {});
+  startupMessage_ = "No bundled configs found: open a config file to start";
+}
+
+void MainWindow::buildUi() {
+  setup_ = new RunSetupPanel(doc_, this);
+  editor_ = new ConfigEditorPanel(doc_, this);
+  checkpoints_ = new CheckpointsPanel(this);
+  runs_ = new RunsPanel(this);
+  live_ = new LivePlot(this);
+  lossTile_ = new MetricTile("loss", this);
+  tokensTile_ = new MetricTile("tokens / s", this);
+  stepTile_ = new MetricTile("step", this);
+  etaTile_ = new MetricTile("ETA", this);
+  etaTile_->setDetail("from steady steps");
+  banner_ = new QLabel(this);
+  banner_->setWordWrap(true);
+  banner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+  auto* live = new QWidget(this);
+  auto* tiles = new QHBoxLayout;
+  for (MetricTile* t : {lossTile_, tokensTile_, stepTile_, etaTile_}) tiles->addWidget(t);
+  auto* liveLayout = new QVBoxLayout(live);
+  liveLayout->addLayout(tiles);
+  liveLayout->addWidget(banner_);
+  liveLayout->addWidget(live_, 1);
+
+  tabs_ = new QTabWidget(this);
+  tabs_->addTab(live, "Live");
+  tabs_->addTab(editor_, "Config");
+  tabs_->addTab(checkpoints_, "Checkpoints");
+  tabs_->addTab(runs_, "Runs");
+  setCentralWidget(tabs_);
+
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidget(setup_);
+  scroll->setWidgetResizable(true);
+  scroll->setMinimumWidth(380);
+  auto* dock = new QDockWidget("Run setup", this);
+  dock->setObjectName("RunSetupDock");
+  dock->setWidget(scroll);
+  dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
+  addDockWidget(Qt::LeftDockWidgetArea, dock);
+
+  progress_ = new QProgressBar(this);
+  progress_->setMinimumWidth(220);
+  progress_->setFormat("%v / %m steps");
+  progress_->setRange(0, 1);
+  progress_->setValue(0);
+  etaLabel_ = new QLabel("ETA –", this);
+  etaLabel_->setMinimumWidth(110);
+  stateLabel_ = new QLabel(this);
+  statusBar()->addPermanentWidget(stateLabel_);
+  resize(1360, 860);
+}
+
+void MainWindow::buildActions() {
+  start_ = new QAction(style()->standardIcon(QStyle::SP_MediaPlay), "Start", this);
+  start_->setShortcut(QKeySequence("Ctrl+R"));
+  pause_ = new QAction(style()->standardIcon(QStyle::SP_MediaPause), "Pause", this);
+  stop_ = new QAction(style()->standardIcon(QStyle::SP_MediaStop), "Stop", this);
+  stop_->setToolTip("Finish the current step, save a checkpoint, end the run (status: stopped)");
+  stopNoSave_ = new QAction("Stop without saving", this);
+  connect(start_, &QAction::triggered, this, [this] {
+    QString error;
+    if (!startRun(&error)) QMessageBox::warning(this, "Cannot start", error);
+  });
+  connect(pause_, &QAction::triggered, this, [this] {
+    if (controller_->state() == RunState::Paused)
+      controller_->resume();
+    else
+      controller_->pause();
+  });
+  connect(stop_, &QAction::triggered, this, [this] { controller_->stop(true); });
+  connect(stopNoSave_, &QAction::triggered, this, [this] { controller_->stop(false); });
+
+  auto* toolbar = addToolBar("Run");
+  toolbar->setObjectName("RunToolbar");
+  toolbar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  toolbar->addAction(start_);
+  toolbar->addAction(pause_);
+  toolbar->addAction(stop_);
+  auto* stopMenu = new QMenu(this);
+  stopMenu->addAction(stopNoSave_);
+  if (auto* button = qobject_cast<QToolButton*>(toolbar->widgetForAction(stop_))) {
+    button->setMenu(stopMenu);
+    button->setPopupMode(QToolButton::MenuButtonPopup);
+  }
+  toolbar->addSeparator();
+  toolbar->addWidget(progress_);
+  toolbar->addWidget(etaLabel_);
+
+  auto* file = menuBar()->addMenu("&File");
+  file->addAction("Open config…", QKeySequence::Open, editor_, &ConfigEditorPanel::open);
+  file->addAction("Save config", QKeySequence::Save, editor_, &ConfigEditorPanel::save);
+  file->addAction("Save config as…", QKeySequence::SaveAs, editor_, &ConfigEditorPanel::saveAs);
+  file->addAction("Reset to the embedded default", this, [this] {
+    if (doc_->isModified() &&
+        QMessageBox::question(this, "Reset", "Discard the current setup and open the embedded default?") !=
+            QMessageBox::Yes)
+      return;
+    loadEmbeddedDefault();
+  });
+  file->addSeparator();
+  file->addAction("Quit", QKeySequence::Quit, this, &QWidget::close);
+  auto* run = menuBar()->addMenu("&Run");
+  run->addAction(start_);
+  run->addAction(pause_);
+  run->addAction(stop_);
+  run->addAction(stopNoSave_);
+}
+
+void MainWindow::restoreSettings() {
+  QSettings settings;
+  if (settings.contains("window/geometry")) restoreGeometry(settings.value("window/geometry").toByteArray());
+  if (settings.contains("window/state")) restoreState(settings.value("window/state").toByteArray());
+}
+
+void MainWindow::saveSettings() {
+  QSettings settings;
+  settings.setValue("window/geometry", saveGeometry());
+  settings.setValue("window/state", saveState());
+  settings.setValue("setup/text", doc_->text());
+  settings.setValue("setup/file", doc_->filePath());
+  settings.setValue("setup/bundled", doc_->bundledName());
+}
+
+QString MainWindow::etaText() const { return etaTile_->value(); }
+
+void MainWindow::updateTitle() {
+  setWindowTitle(QString("Tunebench — %1%2").arg(doc_->displayName(), doc_->isModified() ? " *" : ""));
+}
+
+bool MainWindow::startRun(QString* error) { return startWith({}, 0, error); }
+
+bool MainWindow::startWith(const std::vector<std::string>& overrides, qint64 resumeStep, QString* error) {
+  editor_->validateNow();
+  const auto result = doc_->validate(overrides);
+  if (!result.ok()) {
+    QString why = QString("The config has %1 problem(s)").arg(result.diagnostics.size());
+    if (!result.diagnostics.empty()) why += ":\n" + QString::fromStdString(result.diagnostics.front().format());
+    tabs_->setCurrentWidget(editor_);
+    banner_->setText("<span style='color:#c62828'>" + why.toHtmlEscaped() + "</span>");
+    if (error) *error = why;
+    return false;
+  }
+  const tb::config::Config& config = *result.config;
+  const bool compiled = config.get_bool("compile", false);
+  live_->clear();
+  liveRun_ = live_->addRun(QString("%1, %2").arg(recipeKindLabel(doc_->recipeKind()), compiled ? "compile" : "eager"));
+  const QString outputDir = QString::fromStdString(config.get_string("output_dir", ""));
+  if (resumeStep > 0) {
+    // The curve up to the checkpoint, from the log, so the resumed run continues it.
+    const RunLog history = readRunLog(outputDir);
+    std::vector<PlotSample> before;
+    for (const auto& s : history.steps)
+      if (s.step <= resumeStep)
+        before.push_back({double(s.step), s.loss, s.tokens_per_second, s.step_time_s, s.peak_memory_gib,
+                          s.phase == tb::training::Phase::Warmup});
+    live_->append(liveRun_, before);
+  }
+  eta_ = tb::training::EtaEstimator();
+  progress_->setRange(0, 1);
+  progress_->setValue(0);
+  for (MetricTile* t : {lossTile_, tokensTile_, stepTile_, etaTile_}) t->setValue("–");
+  autoStopRequested_ = false;
+  QString why;
+  if (!controller_->start(config, doc_->recipe(), &why)) {
+    banner_->setText("<span style='color:#c62828'>" + why.toHtmlEscaped() + "</span>");
+    if (error) *error = why;
+    return false;
+  }
+  banner_->setText(resumeStep > 0 ? QString("Resuming from step %1 in %2").arg(resumeStep).arg(outputDir)
+                                  : QString("Training into %1").arg(outputDir));
+  checkpoints_->setOutputDir(outputDir);
+  runs_->addRecentRun(outputDir);
+  tabs_->setCurrentIndex(0);
+  return true;
+}
+
+bool MainWindow::reloadCheckpoint(const CheckpointEntry& checkpoint, QString* error) {
+  if (!checkpoint.complete) {
+    if (error) *error = checkpoint.path + " is incomplete (no manifest)";
+    return false;
+  }
+  return startWith({"resume_from_checkpoint=true", "checkpointer.checkpoint_dir=" + checkpoint.path.toStdString()},
+                   std::max<qint64>(1, checkpoint.step), error);
+}
+
+bool MainWindow::startFromWeights(const CheckpointEntry& checkpoint, QString* error) {
+  if (!checkpoint.complete) {
+    if (error) *error = checkpoint.path + " is incomplete (no manifest)";
+    return false;
+  }
+  QStringList files = QDir(checkpoint.path).entryList({"model*.safetensors"}, QDir::Files, QDir::Name);
+  if (files.isEmpty()) {
+    if (error) *error = checkpoint.path + " holds no model*.safetensors";
+    return false;
+  }
+  YAML::Node list(YAML::NodeType::Sequence);
+  for (const QString& f : files) list.push_back(f.toStdString());
+  QString output = doc_->scalar("output_dir");
+  while (output.endsWith('/')) output.chop(1);
+  QVector<ConfigEdit> edits = {ConfigEdit::set("checkpointer.checkpoint_dir", YAML::Node(checkpoint.path.toStdString())),
+                               ConfigEdit::set("checkpointer.checkpoint_files", list),
+                               ConfigEdit::set("output_dir", YAML::Node((output + "_from_" + checkpoint.name).toStdString()))};
+  if (doc_->value("resume_from_checkpoint").IsDefined()) edits << ConfigEdit::scalar("resume_from_checkpoint", "false");
+  doc_->apply(edits);
+  return startRun(error);
+}
+
+void MainWindow::onStep(const tb::training::StepMetrics& m) {
+  eta_.observe(m);
+  lossTile_->setValue(QString::number(m.loss, 'f', 4));
+  tokensTile_->setValue(QString::number(m.tokens_per_second, 'f', 0));
+  stepTile_->setValue(m.total_steps > 0 ? QString("%1 / %2").arg(m.step).arg(m.total_steps) : QString::number(m.step));
+  const auto eta = eta_.eta_seconds();
+  const QString etaText = eta ? QString::fromStdString(tb::training::format_duration(*eta)) : "–";
+  etaTile_->setValue(etaText);
+  etaLabel_->setText("ETA " + etaText);
+  if (m.total_steps > 0) {
+    progress_->setRange(0, int(m.total_steps));
+    progress_->setValue(int(std::min(m.step, m.total_steps)));
+  }
+  live_->append(liveRun_, PlotSample{double(m.step), m.loss, m.tokens_per_second, m.step_time_s, m.peak_memory_gib,
+                                     m.phase == tb::training::Phase::Warmup});
+  if (options_.quitAfterSteps > 0 && m.step >= options_.quitAfterSteps && !autoStopRequested_) {
+    autoStopRequested_ = true;
+    controller_->stop(true);
+  }
+}
+
+void MainWindow::onEvent(const RunEvent& e) {
+  if (e.kind == "compile" && e.seconds >= 0) {
+    live_->setWarmupSeconds(liveRun_, e.seconds);
+    statusBar()->showMessage(QString("Compile warm-up took %1 s").arg(e.seconds, 0, 'f', 2), 8000);
+  } else if (e.kind == "checkpoint") {
+    checkpoints_->refresh();
+    statusBar()->showMessage("Checkpoint saved: " + e.path, 8000);
+  }
+}
+
+void MainWindow::onState(RunState state, const QString& message) {
+  const bool active = controller_->isActive();
+  start_->setEnabled(!active);
+  pause_->setEnabled(state == RunState::Running || state == RunState::Paused);
+  pause_->setText(state == RunState::Paused ? "Resume" : "Pause");
+  pause_->setIcon(style()->standardIcon(state == RunState::Paused ? QStyle::SP_MediaPlay : QStyle::SP_MediaPause));
+  stop_->setEnabled(state == RunState::Running || state == RunState::Paused);
+  stopNoSave_->setEnabled(stop_->isEnabled());
+  checkpoints_->setRunActive(active);
+  setup_->setEnabled(!active);
+  editor_->editor()->setReadOnly(active);
+  QString text = toString(state);
+  text[0] = text[0].toUpper();
+  stateLabel_->setText(message.isEmpty() ? text : text + " — " + message);
+  if (state == RunState::Failed)
+    banner_->setText("<span style='color:#c62828'><b>Failed:</b> " + message.toHtmlEscaped() + "</span>");
+}
+
+void MainWindow::onFinished(const RunOutcome& outcome) {
+  checkpoints_->refresh();
+  if (outcome.status != tb::RunStatus::Failed) {
+    banner_->setText(QString("%1 after %2 steps, loss %3%4")
+                         .arg(outcome.status == tb::RunStatus::Completed ? "Completed" : "Stopped")
+                         .arg(outcome.stepsDone)
+                         .arg(outcome.lastLoss, 0, 'f', 4)
+                         .arg(outcome.lastCheckpoint.isEmpty() ? QString() : "; saved " + outcome.lastCheckpoint));
+  }
+  if (closeAfterStop_) {
+    close();
+    return;
+  }
+  if (options_.quitAfterSteps > 0 || (!options_.screenshot.isEmpty() && options_.autostart))
+    QTimer::singleShot(300, this, [this, outcome] { takeScreenshotsAndQuit(outcome.status == tb::RunStatus::Failed); });
+}
+
+void MainWindow::takeScreenshotsAndQuit(int exitCode) {
+  if (!options_.screenshot.isEmpty()) {
+    const QFileInfo base(options_.screenshot);
+    QDir().mkpath(base.absolutePath());
+    if (!controller_->outputDir().isEmpty()) runs_->showRun(controller_->outputDir(), false);
+    const QList<QPair<QWidget*, QString>> shots = {
+        {tabs_->widget(0), ""}, {editor_, "-config"}, {checkpoints_, "-checkpoints"}, {runs_, "-runs"}};
+    for (const auto& [tab, suffix] : shots) {
+      tabs_->setCurrentWidget(tab);
+      live_->drainNow();
+      live_->plot()->replot(QCustomPlot::rpImmediateRefresh);
+      runs_->plot()->plot()->replot(QCustomPlot::rpImmediateRefresh);
+      QApplication::processEvents();
+      const QString path = base.absolutePath() + "/" + base.completeBaseName() + suffix + ".png";
+      if (!grab().save(path)) {
+        std::cerr << "tunebench: could not write " << path.toStdString() << "\n";
+        exitCode = 1;
+      } else {
+        std::cout << "screenshot: " << path.toStdString() << "\n";
+      }
+    }
+    tabs_->setCurrentIndex(0);
+  }
+  saveSettings();
+  QApplication::exit(exitCode);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  if (controller_->isActive()) {
+    if (controller_->state() != RunState::Stopping) {
+      const bool stop = confirmClose_ ? confirmClose_()
+                                      : QMessageBox::question(this, "A run is in progress",
+                                                              "Stop the run (it finishes the current step and saves a "
+                                                              "checkpoint) and close?") == QMessageBox::Yes;
+      if (!stop) {
+        event->ignore();
+        return;
+      }
+      controller_->stop(true);
+    }
+    closeAfterStop_ = true;
+    statusBar()->showMessage("Stopping the run before closing…");
+    event->ignore();  // closes from onFinished, once the worker is done
+    return;
+  }
+  saveSettings();
+  event->accept();
+}
+
+}  // namespace tb::ui

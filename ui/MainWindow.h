@@ -1,0 +1,121 @@
+// The Tunebench window: run setup in a dock; Live (metric tiles and plots), Config, Checkpoints and Runs
+// as tabs; a toolbar with Start / Pause / Stop, a progress bar and the ETA (steady steps only). Thin: it
+// wires the panels to one ConfigDocument and one TrainingController.
+#pragma once
+
+#include <QMainWindow>
+#include <QString>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "RunHistory.h"
+#include "RunTypes.h"
+#include "training/metric_loggers.h"
+
+class QAction;
+class QLabel;
+class QProgressBar;
+class QTabWidget;
+
+namespace tb::ui {
+
+class CheckpointsPanel;
+class ConfigDocument;
+class ConfigEditorPanel;
+class LivePlot;
+class MetricTile;
+class RunSetupPanel;
+class RunsPanel;
+class TrainingController;
+
+// The config the window opens when nothing else is asked for.
+inline constexpr const char* kEmbeddedDefaultConfig = "tiny/full_single_device";
+
+struct StartupOptions {
+  QString config;           // a bundled config name or a YAML file; empty: the remembered setup or the default
+  bool useDefault = false;  // ignore the remembered setup
+  bool autostart = false;   // press Start once the window is up
+  int quitAfterSteps = 0;   // with autostart: stop (saving) after this many steps, then quit
+  QString screenshot;       // PNG of the window when quitting; the other tabs go to <name>-config.png, ...
+};
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(const StartupOptions& options = {}, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Validates the setup and starts it; false with the reason (also shown) when it cannot.
+  bool startRun(QString* error = nullptr);
+  // Resumes training from a checkpoint: resume_from_checkpoint=true, checkpointer.checkpoint_dir=<it>.
+  bool reloadCheckpoint(const CheckpointEntry& checkpoint, QString* error = nullptr);
+  // A new run (step 1) from the checkpoint's weights, into a new output folder.
+  bool startFromWeights(const CheckpointEntry& checkpoint, QString* error = nullptr);
+  void loadEmbeddedDefault();
+
+  // Asked before closing during a run; true = stop (saving) and close. Default: a message box.
+  void setCloseConfirmation(std::function<bool()> confirm) { confirmClose_ = std::move(confirm); }
+  QString startupMessage() const { return startupMessage_; }
+
+  ConfigDocument* document() const { return doc_; }
+  TrainingController* controller() const { return controller_; }
+  RunSetupPanel* setupPanel() const { return setup_; }
+  ConfigEditorPanel* editorPanel() const { return editor_; }
+  CheckpointsPanel* checkpointsPanel() const { return checkpoints_; }
+  RunsPanel* runsPanel() const { return runs_; }
+  LivePlot* livePlot() const { return live_; }
+  QProgressBar* progressBar() const { return progress_; }
+  QString etaText() const;
+  QAction* startAction() const { return start_; }
+  QAction* pauseAction() const { return pause_; }
+  QAction* stopAction() const { return stop_; }
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  void buildUi();
+  void buildActions();
+  void loadInitialSetup();
+  void restoreSettings();
+  void saveSettings();
+  bool startWith(const std::vector<std::string>& overrides, qint64 resumeStep, QString* error);
+  void onStep(const tb::training::StepMetrics& m);
+  void onEvent(const RunEvent& e);
+  void onState(RunState state, const QString& message);
+  void onFinished(const RunOutcome& outcome);
+  void updateTitle();
+  void takeScreenshotsAndQuit(int exitCode);
+
+  StartupOptions options_;
+  ConfigDocument* doc_;
+  TrainingController* controller_;
+  RunSetupPanel* setup_;
+  ConfigEditorPanel* editor_;
+  CheckpointsPanel* checkpoints_;
+  RunsPanel* runs_;
+  LivePlot* live_;
+  MetricTile* lossTile_;
+  MetricTile* tokensTile_;
+  MetricTile* stepTile_;
+  MetricTile* etaTile_;
+  QLabel* banner_;
+  QTabWidget* tabs_;
+  QAction* start_ = nullptr;
+  QAction* pause_ = nullptr;
+  QAction* stop_ = nullptr;
+  QAction* stopNoSave_ = nullptr;
+  QProgressBar* progress_;
+  QLabel* etaLabel_;
+  QLabel* stateLabel_;
+  tb::training::EtaEstimator eta_;
+  int liveRun_ = -1;
+  bool closeAfterStop_ = false;
+  bool autoStopRequested_ = false;
+  std::function<bool()> confirmClose_;
+  QString startupMessage_;
+};
+
+}  // namespace tb::ui

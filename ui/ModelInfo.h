@@ -1,0 +1,67 @@
+// What the run-setup panel shows about a model: its architecture (from a preset, the generic builders'
+// arguments, or a Hugging Face config.json), its parameter count, and an estimate of the memory a
+// recipe needs: weights, gradients and AdamW states (LoRA: gradients and states of the adapters only;
+// QLoRA: NF4 base weights at ~0.516 bytes/param), plus a rough activation term.
+#pragma once
+
+#include <QString>
+#include <QStringList>
+
+#include <cstdint>
+#include <optional>
+
+#include "ConfigDocument.h"
+#include "models/model_args.h"
+
+class QJsonObject;
+
+namespace tb::ui {
+
+struct LoraTargets {
+  QStringList attnModules = {"q_proj", "v_proj", "output_proj"};
+  bool mlp = true;
+  bool output = false;
+  int64_t rank = 8;
+};
+
+struct MemoryEstimate {
+  int64_t totalParams = 0;      // the base model's parameters
+  int64_t trainableParams = 0;  // what the optimizer updates (all, or the adapters)
+  int64_t adapterParams = 0;    // LoRA A and B matrices
+  int64_t quantizedParams = 0;  // base parameters stored as NF4 (QLoRA)
+  double weightBytes = 0;       // base weights (NF4 included) plus adapters
+  double gradientBytes = 0;
+  double optimizerBytes = 0;    // AdamW: two states per trainable parameter
+  double activationBytes = 0;   // rough: what backward keeps, plus fp32 logits
+  int64_t batchSize = 1;
+  int64_t seqLen = 0;
+  double totalBytes() const { return weightBytes + gradientBytes + optimizerBytes + activationBytes; }
+  // Several lines: parameters, then each term and the total, in GiB.
+  QString describe() const;
+};
+
+// Bytes per base parameter of an NF4 tensor: 4-bit codes, an int8 scale per block of 64, and an fp32
+// factor per 256 scales (double quantisation, as QLoRA and torchao).
+constexpr double kNf4BytesPerParam = 0.5 + 1.0 / 64 + 4.0 / (64 * 256);
+
+MemoryEstimate estimateMemory(const tb::models::ModelArgs& args, RecipeKind kind, const QString& dtype,
+                              const LoraTargets& lora, int64_t batchSize, int64_t seqLen);
+
+// The architecture of a Hugging Face config.json (LlamaConfig / MistralConfig fields).
+std::optional<tb::models::ModelArgs> modelArgsFromHfConfig(const QJsonObject& config, QString* error);
+// <folder>/config.json, or the file itself.
+std::optional<tb::models::ModelArgs> modelArgsFromHfFolder(const QString& folderOrFile, QString* error);
+// checkpointer.model_type for a config.json: LLAMA2, LLAMA3, LLAMA3_2 or MISTRAL.
+QString hfModelType(const QJsonObject& config);
+
+// The architecture the document's model component builds (preset, generic builder or from_hf_config).
+std::optional<tb::models::ModelArgs> modelArgsOf(const ConfigDocument& doc, QString* error = nullptr);
+LoraTargets loraTargetsOf(const ConfigDocument& doc);
+// The sequence length the estimate assumes: tokenizer.max_seq_len, else the dataset's seq_len, else
+// the model's max_seq_len.
+int64_t seqLenOf(const ConfigDocument& doc, const tb::models::ModelArgs& args);
+
+QString formatBytes(double bytes);       // "1.23 GiB", "456 MiB", "789 KiB"
+QString formatCount(int64_t count);      // "6.74 B", "15.2 M", "12.3 K", "512"
+
+}  // namespace tb::ui

@@ -1,0 +1,52 @@
+// What a run left on disk, read back for the GUI: the metrics stream <output_dir>/logs/metrics.jsonl
+// and the checkpoint folders with their manifests. Plain values, no widgets.
+#pragma once
+
+#include <QDateTime>
+#include <QString>
+#include <QStringList>
+#include <QVector>
+
+#include <vector>
+
+#include "training/metrics.h"
+
+namespace tb::ui {
+
+struct RunLog {
+  QString path;                                  // the metrics.jsonl read
+  std::vector<tb::training::StepMetrics> steps;  // by step; a resumed run's later line for a step wins
+  double compileSeconds = -1;                    // from the last `compile` event, -1 when none
+  QString endStatus;                             // completed, stopped, failed; empty while running
+  QString endMessage;
+  QStringList checkpoints;                       // paths from `checkpoint` events
+  QStringList errors;                            // "file:line: message" for lines that are not valid JSON
+  int warmupSteps() const;
+  // The median tokens/s over steady steps (0 when there is none).
+  double medianSteadyTokensPerSecond() const;
+  double medianSteadyStepSeconds() const;
+};
+
+// `path` is a run's output folder, its logs/ folder, or the metrics.jsonl file itself.
+QString metricsFileOf(const QString& path);
+RunLog readRunLog(const QString& path);
+
+struct CheckpointEntry {
+  QString path;
+  QString name;          // step_4, epoch_0
+  bool complete = false; // its manifest exists (written last)
+  qint64 step = -1;
+  qint64 epoch = -1;
+  double loss = 0;
+  bool hasLoss = false;
+  QString recipe;
+  bool compile = false;
+  QString dtype;
+  qint64 sizeBytes = 0;
+  QDateTime time;        // when the manifest (else the folder) was written
+};
+
+// Every step_N / epoch_N folder of an output folder, complete or not, by step then name.
+QVector<CheckpointEntry> scanCheckpoints(const QString& outputDir);
+
+}  // namespace tb::ui

@@ -1,0 +1,455 @@
+#include "RunSetupPanel.h"
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QDoubleValidator>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QPointer>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTextBrowser>
+#include <QThreadPool>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include "ModelInfo.h"
+
+namespace tb::ui {
+
+namespace {
+const char* const kCompileTooltip =
+    "<p><b>compile: true</b> — like torch.compile, the training step is captured and lowered to fused, "
+    "multi-threaded CPU kernels.</p>"
+    "<p>The first step(s) are a <b>warm-up</b>: the backend builds its plan, times kernel variants, and checks "
+    "the fused step against the eager one on the first batch. That cost is measured, logged as a compile event "
+    "and shaded on the step-time plot; the ETA ignores it.</p>"
+    "<p>The plan is cached on disk, so the next run of the same shape warms up faster. Steady steps are faster "
+    "than eager; checkpoints are identical either way.</p>";
+
+constexpr const char* kChooseFile = "Choose file…";
+
+QString datasetFileOf(const ConfigDocument& doc) {
+  const YAML::Node files = doc.value("dataset.data_files");
+  if (files.IsDefined() && files.IsScalar()) return QString::fromStdString(files.Scalar());
+  if (files.IsDefined() && files.IsSequence() && files.size() > 0 && files[0].IsScalar())
+    return QString::fromStdString(files[0].Scalar());
+  return doc.scalar("dataset.source");
+}
+
+QStringList bundledDatasets() {
+  const QDir dir(QString::fromStdString(tb::config::share_dir()) + "/resources/datasets");
+  QStringList out;
+  for (const QFileInfo& f : dir.entryInfoList({"*.json", "*.jsonl", "*.txt"}, QDir::Files, QDir::Name))
+    out << f.absoluteFilePath();
+  return out;
+}
+}  // namespace
+
+RunSetupPanel::RunSetupPanel(ConfigDocument* document, QWidget* parent) : QWidget(parent), doc_(document) {
+  buildUi();
+  connectEdits();
+  connect(doc_, &ConfigDocument::changed, this, [this](ConfigDocument::Origin origin) {
+    if (origin != ConfigDocument::Origin::Form) refreshFromDocument();
+    updateModelInfo();
+    schedulePreview();
+  });
+  refreshFromDocument();
+  updateModelInfo();
+  schedulePreview();
+}
+
+void RunSetupPanel::buildUi() {
+  model_ = new QComboBox(this);
+  for (const std::string& name : tb::models::preset_names()) model_->addItem(QString::fromStdString(name));
+  openModel_ = new QPushButton("Open model folder…", this);
+  openModel_->setToolTip("A Hugging Face checkpoint folder: config.json and model*.safetensors");
+  modelInfo_ = new QLabel(this);
+  modelInfo_->setWordWrap(true);
+  memory_ = new QLabel(this);
+  memory_->setWordWrap(true);
+  memory_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+  recipe_ = new QComboBox(this);
+  for (RecipeKind k : {RecipeKind::Full, RecipeKind::Lora, RecipeKind::Qlora})
+    recipe_->addItem(recipeKindLabel(k), int(k));
+  recipe_->setToolTip("Full: every weight trains. LoRA: low-rank adapters train, the base is frozen. "
+                      "QLoRA: LoRA on NF4-quantized base weights.");
+  compile_ = new QCheckBox("Compile the training step", this);
+  compile_->setToolTip(kCompileTooltip);
+  dtype_ = new QComboBox(this);
+  dtype_->addItems({"fp32", "bf16"});
+
+  dataset_ = new QComboBox(this);
+  preview_ = new QTextBrowser(this);
+  preview_->setMinimumHeight(140);
+  preview_->setOpenLinks(false);
+
+  epochs_ = new QSpinBox(this);
+  epochs_->setRange(1, 100000);
+  maxSteps_ = new QSpinBox(this);
+  maxSteps_->setRange(0, 100000000);
+  maxSteps_->setSpecialValueText("all");
+  maxSteps_->setToolTip("max_steps_per_epoch: optimizer steps per epoch (all = the whole dataset)");
+  batchSize_ = new QSpinBox(this);
+  batchSize_->setRange(1, 65536);
+  gradAccum_ = new QSpinBox(this);
+  gradAccum_->setRange(1, 65536);
+  lr_ = new QLineEdit(this);
+  auto* lrValidator = new QDoubleValidator(0, 1e3, 12, lr_);
+  lrValidator->setNotation(QDoubleValidator::ScientificNotation);
+  lrValidator->setLocale(QLocale::c());
+  lr_->setValidator(lrValidator);
+  loraRank_ = new QSpinBox(this);
+  loraRank_->setRange(1, 4096);
+  loraAlpha_ = new QDoubleSpinBox(this);
+  loraAlpha_->setRange(0.001, 100000);
+  loraAlpha_->setDecimals(3);
+  threads_ = new QSpinBox(this);
+  threads_->setRange(0, 1024);
+  threads_->setSpecialValueText("all cores");
+  outputDir_ = new QLineEdit(this);
+  auto* browseOutput = new QPushButton("…", this);
+  browseOutput->setMaximumWidth(32);
+  connect(browseOutput, &QPushButton::clicked, this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, "Output folder", outputDir_->text());
+    if (!dir.isEmpty()) {
+      outputDir_->setText(dir);
+      doc_->setScalar("output_dir", dir);
+    }
+  });
+
+  auto* modelBox = new QGroupBox("Model", this);
+  auto* modelLayout = new QVBoxLayout(modelBox);
+  auto* modelRow = new QHBoxLayout;
+  modelRow->addWidget(model_, 1);
+  modelRow->addWidget(openModel_);
+  modelLayout->addLayout(modelRow);
+  modelLayout->addWidget(modelInfo_);
+  modelLayout->addWidget(memory_);
+
+  auto* recipeBox = new QGroupBox("Recipe", this);
+  auto* recipeForm = new QFormLayout(recipeBox);
+  recipeForm->addRow("Recipe", recipe_);
+  recipeForm->addRow("", compile_);
+  recipeForm->addRow("dtype", dtype_);
+
+  auto* dataBox = new QGroupBox("Dataset", this);
+  auto* dataLayout = new QVBoxLayout(dataBox);
+  dataLayout->addWidget(dataset_);
+  dataLayout->addWidget(preview_, 1);
+
+  auto* hyperBox = new QGroupBox("Hyper-parameters", this);
+  auto* hyper = new QFormLayout(hyperBox);
+  hyper->addRow("Epochs", epochs_);
+  hyper->addRow("Max steps / epoch", maxSteps_);
+  hyper->addRow("Batch size", batchSize_);
+  hyper->addRow("Gradient accumulation", gradAccum_);
+  hyper->addRow("Learning rate", lr_);
+  hyper->addRow("LoRA rank", loraRank_);
+  hyper->addRow("LoRA alpha", loraAlpha_);
+  hyper->addRow("Threads", threads_);
+  auto* outRow = new QHBoxLayout;
+  outRow->addWidget(outputDir_, 1);
+  outRow->addWidget(browseOutput);
+  hyper->addRow("Output folder", outRow);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(modelBox);
+  layout->addWidget(recipeBox);
+  layout->addWidget(hyperBox);
+  layout->addWidget(dataBox, 1);
+}
+
+void RunSetupPanel::connectEdits() {
+  auto intKey = [this](QSpinBox* box, const QString& key, bool zeroIsNull) {
+    connect(box, qOverload<int>(&QSpinBox::valueChanged), this, [this, key, zeroIsNull](int v) {
+      if (refreshing_) return;
+      doc_->setScalar(key, zeroIsNull && v == 0 ? "null" : QString::number(v));
+    });
+  };
+  intKey(epochs_, "epochs", false);
+  intKey(maxSteps_, "max_steps_per_epoch", true);
+  intKey(batchSize_, "batch_size", false);
+  intKey(gradAccum_, "gradient_accumulation_steps", false);
+  intKey(loraRank_, "model.lora_rank", false);
+  intKey(threads_, "num_threads", true);
+  connect(loraAlpha_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, [this](double v) {
+    if (!refreshing_) doc_->setScalar("model.lora_alpha", QString::number(v, 'g', 8));
+  });
+  connect(lr_, &QLineEdit::editingFinished, this, [this] {
+    if (refreshing_ || !lr_->hasAcceptableInput()) return;
+    if (lr_->text() != doc_->scalar("optimizer.lr")) doc_->setScalar("optimizer.lr", lr_->text());
+  });
+  connect(outputDir_, &QLineEdit::editingFinished, this, [this] {
+    if (!refreshing_ && outputDir_->text() != doc_->scalar("output_dir")) doc_->setScalar("output_dir", outputDir_->text());
+  });
+  connect(compile_, &QCheckBox::toggled, this, [this](bool on) {
+    if (!refreshing_) doc_->setScalar("compile", on ? "true" : "false");
+  });
+  connect(dtype_, &QComboBox::currentTextChanged, this, [this](const QString& t) {
+    if (!refreshing_) doc_->setScalar("dtype", t);
+  });
+  connect(recipe_, qOverload<int>(&QComboBox::currentIndexChanged), this, [this](int) {
+    if (refreshing_) return;
+    doc_->setRecipeKind(RecipeKind(recipe_->currentData().toInt()));
+    refreshFromDocument();  // LoRA fields appear or go
+  });
+  connect(model_, qOverload<int>(&QComboBox::activated), this, [this](int index) {
+    const QString name = model_->itemText(index);
+    if (tb::models::preset_args(name.toStdString())) doc_->setModelPreset(name);
+  });
+  connect(openModel_, &QPushButton::clicked, this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, "Open a Hugging Face model folder");
+    if (dir.isEmpty()) return;
+    QString error;
+    if (!openModelFolder(dir, &error)) QMessageBox::warning(this, "Open model folder", error);
+  });
+  connect(dataset_, qOverload<int>(&QComboBox::activated), this, [this](int index) {
+    QString path = dataset_->itemData(index).toString();
+    if (path == kChooseFile) {
+      path = QFileDialog::getOpenFileName(this, "Dataset file", {}, "Data (*.json *.jsonl *.txt)");
+      if (path.isEmpty()) {
+        refreshFromDocument();
+        return;
+      }
+    }
+    if (path.isEmpty()) return;
+    QString error;
+    if (!useDatasetFile(path, &error)) QMessageBox::warning(this, "Dataset", error);
+  });
+}
+
+void RunSetupPanel::refreshFromDocument() {
+  refreshing_ = true;
+  const RecipeKind kind = doc_->recipeKind();
+  recipe_->setCurrentIndex(recipe_->findData(int(kind)));
+  compile_->setChecked(doc_->boolean("compile", false));
+  const QString dtype = doc_->scalar("dtype", "fp32");
+  if (dtype_->findText(dtype) < 0) dtype_->addItem(dtype);
+  dtype_->setCurrentText(dtype);
+
+  const QString base = doc_->modelBaseName();
+  int modelIndex = model_->findText(base);
+  if (modelIndex < 0) {
+    // Not a preset: show what the config builds, as an extra entry.
+    const QString label = base == "from_hf_config" ? "HF folder: " + QFileInfo(doc_->scalar("model.path")).fileName()
+                                                   : doc_->scalar("model._component_", "(no model)");
+    modelIndex = model_->findText(label);
+    if (modelIndex < 0) {
+      model_->addItem(label);
+      modelIndex = model_->count() - 1;
+    }
+  }
+  model_->setCurrentIndex(modelIndex);
+
+  auto setInt = [](QSpinBox* box, const QString& text, int fallback) {
+    bool ok = false;
+    const int v = text.toInt(&ok);
+    box->setValue(ok ? v : fallback);
+  };
+  setInt(epochs_, doc_->scalar("epochs"), 1);
+  setInt(maxSteps_, doc_->scalar("max_steps_per_epoch"), 0);
+  setInt(batchSize_, doc_->scalar("batch_size"), 1);
+  setInt(gradAccum_, doc_->scalar("gradient_accumulation_steps"), 1);
+  setInt(threads_, doc_->scalar("num_threads"), 0);
+  setInt(loraRank_, doc_->scalar("model.lora_rank"), 8);
+  bool ok = false;
+  const double alpha = doc_->scalar("model.lora_alpha").toDouble(&ok);
+  loraAlpha_->setValue(ok ? alpha : 16.0);
+  const bool lora = kind != RecipeKind::Full;
+  loraRank_->setEnabled(lora);
+  loraAlpha_->setEnabled(lora);
+  if (!lr_->hasFocus()) lr_->setText(doc_->scalar("optimizer.lr"));
+  if (!outputDir_->hasFocus()) outputDir_->setText(doc_->scalar("output_dir"));
+  fillDatasetCombo();
+  refreshing_ = false;
+}
+
+void RunSetupPanel::fillDatasetCombo() {
+  dataset_->clear();
+  const QString current = datasetFileOf(*doc_);
+  const QString component = doc_->scalar("dataset._component_");
+  const QString shortComponent = component.mid(component.lastIndexOf('.') + 1);
+  dataset_->addItem(current.isEmpty() ? shortComponent : shortComponent + ": " + QFileInfo(current).fileName(), QString());
+  for (const QString& path : bundledDatasets())
+    if (QFileInfo(path) != QFileInfo(current)) dataset_->addItem("bundled: " + QFileInfo(path).fileName(), path);
+  dataset_->addItem(kChooseFile, QString(kChooseFile));
+  dataset_->setCurrentIndex(0);
+}
+
+bool RunSetupPanel::openModelFolder(const QString& folder, QString* error) {
+  QString why;
+  auto args = modelArgsFromHfFolder(folder, &why);
+  if (!args) {
+    if (error) *error = why;
+    return false;
+  }
+  QFile configFile(QDir(folder).filePath("config.json"));
+  configFile.open(QIODevice::ReadOnly);
+  const QJsonObject hf = QJsonDocument::fromJson(configFile.readAll()).object();
+
+  const QDir dir(folder);
+  QStringList files = dir.entryList({"*.safetensors"}, QDir::Files, QDir::Name);
+  files.removeAll("adapter_model.safetensors");
+  if (files.isEmpty()) {
+    if (error) *error = folder + ": no model*.safetensors files in this folder";
+    return false;
+  }
+  YAML::Node list(YAML::NodeType::Sequence);
+  for (const QString& f : files) list.push_back(f.toStdString());
+
+  const RecipeKind kind = doc_->recipeKind();
+  const QString abs = dir.absolutePath();
+  QVector<ConfigEdit> edits;
+  // Keep the LoRA settings; drop the arguments of whatever builder was there before.
+  const YAML::Node model = doc_->value("model");
+  if (model.IsMap())
+    for (auto it = model.begin(); it != model.end(); ++it) {
+      const QString key = QString::fromStdString(it->first.Scalar());
+      if (key != "_component_" && !key.startsWith("lora_") && !key.startsWith("apply_lora") && key != "use_dora")
+        edits << ConfigEdit::erase("model." + key);
+    }
+  edits << ConfigEdit::set("model._component_",
+                           YAML::Node(kind == RecipeKind::Full ? "tunebench.models.from_hf_config"
+                                                               : "tunebench.models.lora_from_hf_config"));
+  edits << ConfigEdit::set("model.path", YAML::Node(abs.toStdString()));
+  if (kind == RecipeKind::Qlora) edits << ConfigEdit::scalar("model.quantize_base", "true");
+  edits << ConfigEdit::set("checkpointer.checkpoint_dir", YAML::Node(abs.toStdString()));
+  edits << ConfigEdit::set("checkpointer.checkpoint_files", list);
+  edits << ConfigEdit::set("checkpointer.model_type", YAML::Node(hfModelType(hf).toStdString()));
+  if (QFileInfo(dir.filePath("tokenizer.model")).isFile())
+    edits << ConfigEdit::set("tokenizer.path", YAML::Node(dir.filePath("tokenizer.model").toStdString()));
+  doc_->apply(edits);
+  refreshFromDocument();
+  return true;
+}
+
+bool RunSetupPanel::useDatasetFile(const QString& path, QString* error) {
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly)) {
+    if (error) *error = path + ": " + file.errorString();
+    return false;
+  }
+  const QByteArray head = file.read(1 << 20);
+  QString component = "torchtune.datasets.text_completion_dataset", source = "text";
+  QVector<ConfigEdit> extra;
+  if (!path.endsWith(".txt")) {
+    source = "json";
+    // The first record decides: instruction/output -> alpaca, messages -> chat, text -> text completion.
+    QJsonObject first;
+    const QJsonDocument whole = QJsonDocument::fromJson(head);
+    if (whole.isArray() && !whole.array().isEmpty()) first = whole.array().first().toObject();
+    if (first.isEmpty()) first = QJsonDocument::fromJson(head.left(head.indexOf('\n'))).object();
+    if (first.contains("instruction") || first.contains("output")) {
+      component = "torchtune.datasets.alpaca_dataset";
+    } else if (first.contains("messages") || first.contains("conversations")) {
+      component = "torchtune.datasets.chat_dataset";
+      const QString column = first.contains("messages") ? "messages" : "conversations";
+      extra << ConfigEdit::set("dataset.conversation_column", YAML::Node(column.toStdString()));
+      extra << ConfigEdit::set("dataset.conversation_style",
+                               YAML::Node(column == "messages" ? "openai" : "sharegpt"));
+    } else if (first.contains("text")) {
+      extra << ConfigEdit::set("dataset.column", YAML::Node("text"));
+    } else {
+      if (error) *error = path + ": the first record has none of instruction/output, messages or text";
+      return false;
+    }
+  }
+  const QString abs = QFileInfo(path).absoluteFilePath();
+  // Same kind of dataset: only the file changes, its other arguments stay.
+  if (doc_->scalar("dataset._component_") == component) {
+    doc_->apply({ConfigEdit::set("dataset.data_files", YAML::Node(abs.toStdString()))});
+  } else {
+    YAML::Node node(YAML::NodeType::Map);
+    node["_component_"] = component.toStdString();
+    node["source"] = source.toStdString();
+    node["data_files"] = abs.toStdString();
+    QVector<ConfigEdit> edits = {ConfigEdit::set("dataset", node)};
+    edits += extra;
+    doc_->apply(edits);
+  }
+  refreshFromDocument();
+  return true;
+}
+
+QString RunSetupPanel::memoryText() const { return memory_->text(); }
+QString RunSetupPanel::modelInfoText() const { return modelInfo_->text(); }
+
+void RunSetupPanel::updateModelInfo() {
+  QString error;
+  const auto args = modelArgsOf(*doc_, &error);
+  if (!args) {
+    modelInfo_->setText(error);
+    memory_->clear();
+    return;
+  }
+  modelInfo_->setText(QString("dim %1 · %2 layers · %3 heads (%4 kv) · MLP %5 · vocab %6%7")
+                          .arg(args->embed_dim)
+                          .arg(args->num_layers)
+                          .arg(args->num_heads)
+                          .arg(args->num_kv_heads)
+                          .arg(args->intermediate_dim)
+                          .arg(args->vocab_size)
+                          .arg(args->tie_word_embeddings ? " · tied embeddings" : ""));
+  bool ok = false;
+  int64_t batch = doc_->scalar("batch_size").toLongLong(&ok);
+  if (!ok) batch = 1;
+  const MemoryEstimate e = estimateMemory(*args, doc_->recipeKind(), doc_->scalar("dtype", "fp32"),
+                                          loraTargetsOf(*doc_), batch, seqLenOf(*doc_, *args));
+  memory_->setText(e.describe());
+}
+
+void RunSetupPanel::schedulePreview() {
+  const QString key = yamlpath::emit(doc_->value("dataset")) + yamlpath::emit(doc_->value("tokenizer"));
+  if (key == previewKey_) return;
+  previewKey_ = key;
+  if (!previewTimer_) {
+    previewTimer_ = new QTimer(this);
+    previewTimer_->setSingleShot(true);
+    previewTimer_->setInterval(400);
+    connect(previewTimer_, &QTimer::timeout, this, &RunSetupPanel::runPreview);
+  }
+  previewTimer_->start();
+}
+
+void RunSetupPanel::runPreview() {
+  const int generation = ++previewGeneration_;
+  const auto result = doc_->validate();
+  QPointer<RunSetupPanel> self(this);
+  if (!result.ok()) {
+    const auto d = result.diagnostics.empty() ? std::string("the config is not valid") : result.diagnostics.front().format();
+    showPreview(generation, rawDatasetPreview(datasetFileOf(*doc_), 3,
+                                              "Tokens are shown once the config is valid (" + QString::fromStdString(d) + ")"));
+    return;
+  }
+  tb::config::Config config = *result.config;
+  config.root = YAML::Clone(config.root);
+  preview_->setHtml("<i>Tokenizing the first samples…</i>");
+  QThreadPool::globalInstance()->start([self, generation, config] {
+    DatasetPreviewResult preview = buildDatasetPreview(config, 3);
+    QMetaObject::invokeMethod(qApp, [self, generation, preview] {
+      if (self) self->showPreview(generation, preview);
+    });
+  });
+}
+
+void RunSetupPanel::showPreview(int generation, const DatasetPreviewResult& result) {
+  if (generation != previewGeneration_) return;  // a newer request is on its way
+  preview_->setHtml(previewHtml(result));
+  Q_EMIT previewReady();
+}
+
+}  // namespace tb::ui

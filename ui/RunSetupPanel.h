@@ -1,0 +1,89 @@
+// The run-setup form: model (presets or a Hugging Face folder) with its parameter count and memory
+// estimate, recipe (Full / LoRA / QLoRA), compile, dataset with a token preview, and the key
+// hyper-parameters. Every widget edits the ConfigDocument's tree; a text edit refreshes the widgets.
+#pragma once
+
+#include <QWidget>
+
+#include "ConfigDocument.h"
+#include "DatasetPreview.h"
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSpinBox;
+class QTextBrowser;
+class QTimer;
+
+namespace tb::ui {
+
+class RunSetupPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit RunSetupPanel(ConfigDocument* document, QWidget* parent = nullptr);
+
+  // Points the model at a Hugging Face checkpoint folder (config.json + safetensors); false with the
+  // reason when its config.json cannot be read. The button's dialog calls this.
+  bool openModelFolder(const QString& folder, QString* error = nullptr);
+  // Uses a data file (json, jsonl or txt) as the dataset, picking the dataset component from its shape.
+  bool useDatasetFile(const QString& path, QString* error = nullptr);
+  // Re-reads every widget from the document (after a text edit or a load).
+  void refreshFromDocument();
+
+  QString memoryText() const;
+  QString modelInfoText() const;
+
+  // Widgets, for tests and the window's shortcuts.
+  QComboBox* recipeCombo() const { return recipe_; }
+  QCheckBox* compileBox() const { return compile_; }
+  QComboBox* modelCombo() const { return model_; }
+  QComboBox* dtypeCombo() const { return dtype_; }
+  QSpinBox* batchSizeBox() const { return batchSize_; }
+  QSpinBox* epochsBox() const { return epochs_; }
+  QSpinBox* maxStepsBox() const { return maxSteps_; }
+  QSpinBox* loraRankBox() const { return loraRank_; }
+  QLineEdit* learningRateEdit() const { return lr_; }
+  QLineEdit* outputDirEdit() const { return outputDir_; }
+  QTextBrowser* previewView() const { return preview_; }
+
+ Q_SIGNALS:
+  void previewReady();
+
+ private:
+  void buildUi();
+  void connectEdits();
+  void updateModelInfo();
+  void schedulePreview();
+  void runPreview();
+  void showPreview(int generation, const DatasetPreviewResult& result);
+  void fillDatasetCombo();
+
+  ConfigDocument* doc_;
+  bool refreshing_ = false;
+  QComboBox* model_;
+  QPushButton* openModel_;
+  QLabel* modelInfo_;
+  QLabel* memory_;
+  QComboBox* recipe_;
+  QCheckBox* compile_;
+  QComboBox* dtype_;
+  QComboBox* dataset_;
+  QTextBrowser* preview_;
+  QSpinBox* epochs_;
+  QSpinBox* maxSteps_;
+  QSpinBox* batchSize_;
+  QSpinBox* gradAccum_;
+  QLineEdit* lr_;
+  QSpinBox* loraRank_;
+  QDoubleSpinBox* loraAlpha_;
+  QSpinBox* threads_;
+  QLineEdit* outputDir_;
+  QTimer* previewTimer_ = nullptr;
+  QString previewKey_;  // dataset + tokenizer YAML the last preview was built for
+  int previewGeneration_ = 0;
+};
+
+}  // namespace tb::ui

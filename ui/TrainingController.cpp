@@ -1,0 +1,109 @@
+#include "TrainingController.h"
+
+#include <QEventLoop>
+#include <QTimer>
+
+#include "TrainingWorker.h"
+
+namespace tb::ui {
+
+TrainingController::TrainingController(QObject* parent)
+    : QObject(parent), worker_(std::make_unique<TrainingWorker>()), thread_(new QThread) {
+  registerRunTypes();
+  thread_->setObjectName("tunebench-training");
+  worker_->moveToThread(thread_.get());
+  connect(worker_.get(), &TrainingWorker::stepLogged, this, &TrainingController::stepLogged, Qt::QueuedConnection);
+  connect(worker_.get(), &TrainingWorker::eventLogged, this, &TrainingController::eventLogged, Qt::QueuedConnection);
+  connect(worker_.get(), &TrainingWorker::finished, this, &TrainingController::onFinished, Qt::QueuedConnection);
+  thread_->start();
+}
+
+TrainingController::~TrainingController() {
+  if (control_) {
+    control_->pause = false;
+    control_->stop = true;
+  }
+  thread_.reset();  // quit(); wait(): returns once the recipe has returned
+  worker_.reset();
+}
+
+bool TrainingController::isActive() const {
+  return state_ == RunState::Running || state_ == RunState::Paused || state_ == RunState::Stopping;
+}
+
+bool TrainingController::start(const tb::config::Config& config, const QString& recipe, QString* error) {
+  if (isActive()) {
+    if (error) *error = "a run is already in progress";
+    return false;
+  }
+  if (!tb::find_recipe(recipe.toStdString())) {
+    if (error) *error = "the recipe '" + recipe + "' is not built into this version yet";
+    return false;
+  }
+  control_ = std::make_shared<tb::RunControl>();
+  recipe_ = recipe;
+  outputDir_ = QString::fromStdString(config.get_string("output_dir", ""));
+  lastOutcome_ = {};
+  setState(RunState::Running, {});
+  Q_EMIT started(recipe_, outputDir_);
+  // yaml-cpp nodes share their storage between copies: the worker gets a deep copy nobody else holds.
+  tb::config::Config own = config;
+  own.root = YAML::Clone(config.root);
+  QMetaObject::invokeMethod(worker_.get(), [worker = worker_.get(), own = std::move(own), recipe, control = control_] {
+    worker->run(own, recipe, control);
+  });
+  return true;
+}
+
+void TrainingController::pause() {
+  if (state_ != RunState::Running || !control_) return;
+  control_->pause = true;
+  setState(RunState::Paused, "pauses after the current step");
+}
+
+void TrainingController::resume() {
+  if (state_ != RunState::Paused || !control_) return;
+  control_->pause = false;
+  setState(RunState::Running, {});
+}
+
+void TrainingController::stop(bool saveCheckpoint) {
+  if (!isActive() || !control_) return;
+  control_->save_on_stop = saveCheckpoint;
+  control_->stop = true;
+  control_->pause = false;
+  setState(RunState::Stopping, saveCheckpoint ? "finishing the current step, then saving a checkpoint"
+                                              : "finishing the current step");
+}
+
+void TrainingController::onFinished(const RunOutcome& outcome) {
+  lastOutcome_ = outcome;
+  switch (outcome.status) {
+    case tb::RunStatus::Completed: setState(RunState::Completed, outcome.message); break;
+    case tb::RunStatus::Stopped: setState(RunState::Stopped, outcome.message); break;
+    case tb::RunStatus::Failed:
+      setState(RunState::Failed, outcome.message.isEmpty() ? "the recipe gave no reason" : outcome.message);
+      break;
+  }
+  Q_EMIT finished(outcome);
+}
+
+void TrainingController::setState(RunState state, const QString& message) {
+  state_ = state;
+  stateMessage_ = message;
+  Q_EMIT stateChanged(state, message);
+}
+
+bool TrainingController::waitUntilFinished(int timeoutMs) {
+  if (!isActive()) return true;
+  QEventLoop loop;
+  QTimer timeout;
+  timeout.setSingleShot(true);
+  connect(&timeout, &QTimer::timeout, &loop, &QEventLoop::quit);
+  connect(this, &TrainingController::finished, &loop, &QEventLoop::quit);
+  timeout.start(timeoutMs);
+  loop.exec();
+  return !isActive();
+}
+
+}  // namespace tb::ui

@@ -1,0 +1,72 @@
+// Runs recipes in the background. The controller lives on the GUI thread and owns a QThread (through a
+// unique_ptr whose deleter quits and joins it); the TrainingWorker lives on that thread. Requests
+// (pause, stop, save on stop) cross as std::atomic flags in a RunControl; results come back as queued
+// signals with registered value types.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QThread>
+
+#include <memory>
+
+#include "RunTypes.h"
+#include "config/config.h"
+#include "recipe.h"
+
+namespace tb::ui {
+
+class TrainingWorker;
+
+class TrainingController : public QObject {
+  Q_OBJECT
+ public:
+  explicit TrainingController(QObject* parent = nullptr);
+  // Asks a running recipe to stop (saving, as Stop does) and joins the thread.
+  ~TrainingController() override;
+
+  // False (with the reason) when a run is already active.
+  bool start(const tb::config::Config& config, const QString& recipe, QString* error = nullptr);
+  void pause();
+  void resume();
+  // Finishes the current step, saves a checkpoint when asked, and ends with status `stopped`.
+  void stop(bool saveCheckpoint = true);
+
+  RunState state() const { return state_; }
+  QString stateMessage() const { return stateMessage_; }
+  bool isActive() const;  // running, paused or stopping
+  // Spins the event loop until the run ends or the timeout passes; true when it ended.
+  bool waitUntilFinished(int timeoutMs);
+  RunOutcome lastOutcome() const { return lastOutcome_; }
+  QString recipe() const { return recipe_; }
+  QString outputDir() const { return outputDir_; }
+
+ Q_SIGNALS:
+  void started(const QString& recipe, const QString& outputDir);
+  void stepLogged(const tb::training::StepMetrics& metrics);
+  void eventLogged(const tb::ui::RunEvent& event);
+  void stateChanged(tb::ui::RunState state, const QString& message);
+  void finished(const tb::ui::RunOutcome& outcome);
+
+ private:
+  struct QuitAndWait {
+    void operator()(QThread* thread) const {
+      thread->quit();
+      thread->wait();
+      delete thread;
+    }
+  };
+  void setState(RunState state, const QString& message);
+  void onFinished(const RunOutcome& outcome);
+
+  std::unique_ptr<TrainingWorker> worker_;  // destroyed after the thread below has been joined
+  std::unique_ptr<QThread, QuitAndWait> thread_;
+  std::shared_ptr<tb::RunControl> control_;
+  RunState state_ = RunState::Idle;
+  QString stateMessage_;
+  RunOutcome lastOutcome_;
+  QString recipe_;
+  QString outputDir_;
+};
+
+}  // namespace tb::ui

@@ -1,0 +1,49 @@
+#include "TrainingWorker.h"
+
+#include "training/metric_loggers.h"
+
+namespace tb::ui {
+
+void TrainingWorker::run(const tb::config::Config& config, const QString& recipeName,
+                         const std::shared_ptr<tb::RunControl>& control) {
+  RunOutcome outcome;
+  const tb::RecipeInfo* recipe = tb::find_recipe(recipeName.toStdString());
+  if (!recipe) {
+    outcome.status = tb::RunStatus::Failed;
+    outcome.message = "the recipe '" + recipeName + "' is not built into this version";
+    Q_EMIT finished(outcome);
+    return;
+  }
+  std::unique_ptr<tb::training::FanOutLogger> logger;
+  try {
+    logger = tb::training::make_metric_logger(config);
+  } catch (const std::exception& e) {
+    outcome.status = tb::RunStatus::Failed;
+    outcome.message = QString::fromStdString(e.what());
+    Q_EMIT finished(outcome);
+    return;
+  }
+  // Emitted from this thread; the controller lives on the GUI thread, so delivery is queued.
+  logger->add(std::make_shared<tb::training::CallbackLogger>(
+      [this](const tb::training::StepMetrics& m) { Q_EMIT stepLogged(m); },
+      [this](const nlohmann::json& j) { Q_EMIT eventLogged(runEventFromJson(j)); }));
+
+  tb::RunResult result;
+  try {
+    result = recipe->run(config, *logger, *control);
+  } catch (const std::exception& e) {
+    // Recipes report their own end event; one that throws gets it here, as in the CLI.
+    result.status = tb::RunStatus::Failed;
+    result.message = e.what();
+    logger->log_event({{"event", "end"}, {"status", "failed"}, {"message", result.message}});
+  }
+  logger->flush();
+  outcome.status = result.status;
+  outcome.message = QString::fromStdString(result.message);
+  outcome.stepsDone = result.steps_done;
+  outcome.lastLoss = result.last_loss;
+  outcome.lastCheckpoint = QString::fromStdString(result.last_checkpoint);
+  Q_EMIT finished(outcome);
+}
+
+}  // namespace tb::ui

@@ -1,2 +1,0 @@
-// tuneui is filled by the GUI issue.
-namespace tb::ui {}
