@@ -1,9 +1,326 @@
-// Components of recipes/data/ in the registry (filled as the subsystem lands).
+// Components of recipes/data/ in the registry.
+//   kind "tokenizer": builds std::shared_ptr<tb::data::Tokenizer>
+//   kind "dataset":   builds tb::data::DatasetFactory (call it with {tokenizer, model vocab size})
+#include <stdexcept>
+
+#include <yaml-cpp/yaml.h>
+
 #include "config/components.h"
 #include "config/registry.h"
+#include "data/bpe_tokenizer.h"
+#include "data/json_rows.h"
+#include "data/sentencepiece_tokenizer.h"
+#include "data/sft_datasets.h"
+#include "data/text_datasets.h"
 
 namespace tb::data {
+namespace {
 
-void register_components(config::Registry& registry) { (void)registry; }
+using config::ArgSpec;
+using config::ArgType;
+using config::Args;
+using config::ComponentSpec;
+using TokenizerPtr = std::shared_ptr<Tokenizer>;
+
+ArgSpec arg(const char* name, ArgType type, bool required, bool nullable, const char* default_yaml, const char* help) {
+  ArgSpec a;
+  a.name = name;
+  a.type = type;
+  a.required = required;
+  a.nullable = nullable;
+  a.default_value = default_yaml;
+  a.help = help;
+  return a;
+}
+
+std::runtime_error arg_error(const Args& args, const std::string& name, const std::string& what) {
+  return std::runtime_error(args.spec().name + ": " + name + ": " + what);
+}
+
+std::optional<int64_t> optional_int(const Args& args, const char* name) {
+  if (args.is_null(name)) return std::nullopt;
+  return args.get_int(name);
+}
+
+std::optional<std::string> optional_string(const Args& args, const char* name) {
+  if (args.is_null(name)) return std::nullopt;
+  return args.get_string(name);
+}
+
+std::optional<PromptTemplate> prompt_template(const Args& args) {
+  if (args.is_null("prompt_template")) return std::nullopt;
+  const YAML::Node node = args.raw("prompt_template");
+  try {
+    if (node.IsScalar()) return PromptTemplate::from_name(node.Scalar());
+    if (node.IsMap()) {
+      std::map<std::string, std::pair<std::string, std::string>> tags;
+      for (const auto& kv : node) {
+        const YAML::Node v = kv.second;
+        if (!v.IsSequence() || v.size() != 2) throw std::invalid_argument("each role needs [prepend, append]");
+        tags[kv.first.as<std::string>()] = {v[0].as<std::string>(), v[1].as<std::string>()};
+      }
+      return PromptTemplate::custom(std::move(tags));
+    }
+  } catch (const std::exception& e) {
+    throw arg_error(args, "prompt_template", e.what());
+  }
+  throw arg_error(args, "prompt_template", "must be null, a template name or a map role: [prepend, append]");
+}
+
+std::vector<ArgSpec> tokenizer_args(const char* default_template) {
+  return {
+      arg("path", ArgType::Path, true, false, "", "the tokenizer file"),
+      arg("max_seq_len", ArgType::Int, false, true, "null", "truncate tokenized samples to this many tokens"),
+      arg("prompt_template", ArgType::Any, false, true, default_template,
+          "tags around each role's text: a template name, a map role: [prepend, append], or null"),
+      arg("truncation_type", ArgType::String, false, false, "right", "right: keep the first tokens; left: the last"),
+  };
+}
+
+TokenizerPtr build_sentencepiece(const Args& args) {
+  SentencePieceOptions o;
+  o.max_seq_len = optional_int(args, "max_seq_len");
+  o.prompt_template = prompt_template(args);
+  o.truncation_type = args.get_string("truncation_type");
+  return SentencePieceTokenizer::from_file(resolve_data_path(args.get_string("path")), o);
+}
+
+TokenizerPtr build_bpe(const Args& args, bool llama3) {
+  BpeOptions o;
+  o.max_seq_len = optional_int(args, "max_seq_len");
+  o.prompt_template = prompt_template(args);
+  o.truncation_type = args.get_string("truncation_type");
+  if (llama3) {
+    o.parse_special_tokens = false;  // torchtune's tiktoken tokenizer encodes special-token text as text
+    o.require_llama3_tokens = true;
+    if (const auto p = optional_string(args, "special_tokens_path")) o.special_tokens_path = resolve_data_path(*p);
+  } else {
+    o.parse_special_tokens = args.get_bool("parse_special_tokens");
+    o.bos_token = optional_string(args, "bos_token").value_or("");
+    o.eos_token = optional_string(args, "eos_token").value_or("");
+    o.pad_token = optional_string(args, "pad_token").value_or("");
+  }
+  return BpeTokenizer::from_file(resolve_data_path(args.get_string("path")), o);
+}
+
+void register_tokenizers(config::Registry& registry) {
+  registry.add<TokenizerPtr>(
+      ComponentSpec{"tokenizer", "torchtune.models.llama2.llama2_tokenizer", {"llama2_tokenizer"},
+                    tokenizer_args("torchtune.models.llama2.Llama2ChatTemplate"),
+                    "Llama 2 SentencePiece tokenizer.model (BOS 1, EOS 2, pad 0)"},
+      build_sentencepiece);
+  registry.add<TokenizerPtr>(
+      ComponentSpec{"tokenizer", "torchtune.models.mistral.mistral_tokenizer", {"mistral_tokenizer"},
+                    tokenizer_args("torchtune.models.mistral.MistralChatTemplate"),
+                    "Mistral SentencePiece tokenizer.model"},
+      build_sentencepiece);
+
+  auto llama3_args = tokenizer_args("null");
+  llama3_args.insert(llama3_args.begin() + 1,
+                     arg("special_tokens_path", ArgType::Path, false, true, "null",
+                         "tokenizer.json whose added_tokens define the special tokens"));
+  registry.add<TokenizerPtr>(
+      ComponentSpec{"tokenizer", "torchtune.models.llama3.llama3_tokenizer", {"llama3_tokenizer"}, llama3_args,
+                    "Llama 3 byte-level BPE: tokenizer.json or the original tiktoken tokenizer.model"},
+      [](const Args& a) { return build_bpe(a, true); });
+
+  auto hf_args = tokenizer_args("null");
+  hf_args.push_back(arg("bos_token", ArgType::String, false, true, "null", "BOS token text (default: detected)"));
+  hf_args.push_back(arg("eos_token", ArgType::String, false, true, "null", "EOS token text (default: detected)"));
+  hf_args.push_back(arg("pad_token", ArgType::String, false, true, "null", "padding token text (default: detected, else EOS)"));
+  hf_args.push_back(arg("parse_special_tokens", ArgType::Bool, false, false, "true",
+                        "added tokens written in the text become those tokens"));
+  registry.add<TokenizerPtr>(
+      ComponentSpec{"tokenizer", "tunebench.data.hf_tokenizer", {"hf_tokenizer"}, hf_args,
+                    "any byte-level BPE Hugging Face tokenizer.json (Llama 3, GPT-2 pre-tokenizers)"},
+      [](const Args& a) { return build_bpe(a, false); });
+}
+
+// ---- datasets ----------------------------------------------------------------------------------------------
+
+std::vector<std::string> data_files(const Args& args) {
+  if (args.is_null("data_files")) return {};
+  const YAML::Node node = args.raw("data_files");
+  if (node.IsScalar()) return {node.Scalar()};
+  if (node.IsSequence()) {
+    std::vector<std::string> out;
+    for (const auto& item : node) {
+      if (!item.IsScalar()) throw arg_error(args, "data_files", "must be a path or a list of paths");
+      out.push_back(item.Scalar());
+    }
+    return out;
+  }
+  throw arg_error(args, "data_files", "must be a path or a list of paths");
+}
+
+std::map<std::string, std::string> column_map(const Args& args, std::vector<std::string> allowed) {
+  std::map<std::string, std::string> out;
+  if (args.is_null("column_map")) return out;
+  const YAML::Node node = args.raw("column_map");
+  if (!node.IsMap()) throw arg_error(args, "column_map", "must be a map of expected column: column in the file");
+  for (const auto& kv : node) {
+    const auto key = kv.first.as<std::string>();
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      throw arg_error(args, "column_map", "unknown key '" + key + "' (expected: " + list + ")");
+    }
+    out[key] = kv.second.as<std::string>();
+  }
+  return out;
+}
+
+const Tokenizer& need_tokenizer(const DatasetContext& ctx, const std::string& component) {
+  if (!ctx.tokenizer) throw std::runtime_error(component + " needs a tokenizer (the config's `tokenizer`)");
+  return *ctx.tokenizer;
+}
+
+std::string files_text(const std::vector<std::string>& files) {
+  std::string out;
+  for (const auto& f : files) out += (out.empty() ? "" : ", ") + f;
+  return out;
+}
+
+std::shared_ptr<Dataset> maybe_pack(std::shared_ptr<Dataset> ds, bool packed, bool split_across_pack,
+                                    const Tokenizer& tok, const std::string& component) {
+  if (!packed) return ds;
+  if (!tok.max_seq_len())
+    throw std::runtime_error(component + ": packed: true needs a max_seq_len on the tokenizer (tokenizer.max_seq_len)");
+  return pack_dataset(*ds, *tok.max_seq_len(), tok.pad_id(), split_across_pack);
+}
+
+std::vector<ArgSpec> source_args(const char* default_source, bool source_required) {
+  return {
+      arg("source", ArgType::String, source_required, false, default_source,
+          "json (JSON array or JSON Lines) or text (one document a line); Hub names are not available offline"),
+      arg("data_files", ArgType::Any, false, true, "null", "a local file or a list of them"),
+      arg("split", ArgType::String, false, false, "train", "local files have only 'train'"),
+      arg("packed", ArgType::Bool, false, false, "false", "pack samples into tokenizer.max_seq_len blocks"),
+  };
+}
+
+config::ComponentSpec dataset_spec(const char* name, const char* alias, std::vector<ArgSpec> args, const char* help) {
+  return ComponentSpec{"dataset", name, {alias}, std::move(args), help};
+}
+
+DatasetFactory sft_factory(const Args& args, const std::string& component, MessageTransform transform) {
+  const std::string source = args.get_string("source");
+  const auto files = data_files(args);
+  const std::string split = args.get_string("split");
+  const bool packed = args.get_bool("packed");
+  return [=](const DatasetContext& ctx) -> std::shared_ptr<Dataset> {
+    const Tokenizer& tok = need_tokenizer(ctx, component);
+    const auto rows = load_rows(source, files, split);
+    auto ds = make_sft_dataset(rows, transform, tok,
+                               component + ": " + std::to_string(rows.size()) + " samples from " + files_text(files));
+    return maybe_pack(ds, packed, false, tok, component);
+  };
+}
+
+void register_datasets(config::Registry& registry) {
+  {
+    auto args = source_args("tatsu-lab/alpaca", false);
+    args.push_back(arg("column_map", ArgType::Any, false, true, "null", "instruction/input/output: the file's column names"));
+    args.push_back(arg("train_on_input", ArgType::Bool, false, false, "true", "the prompt counts in the loss"));
+    registry.add<DatasetFactory>(
+        dataset_spec("torchtune.datasets.alpaca_dataset", "alpaca_dataset", args,
+                     "Alpaca instruct rows (instruction, input, output) with the Alpaca prompt"),
+        [](const Args& a) {
+          AlpacaOptions o;
+          o.column_map = column_map(a, {"instruction", "input", "output"});
+          o.masking = masking_strategy(a.get_bool("train_on_input"), "");
+          return sft_factory(a, "alpaca_dataset", [o](const Row& row) { return alpaca_to_messages(row, o); });
+        });
+  }
+  {
+    auto args = source_args("", true);
+    args.push_back(arg("column_map", ArgType::Any, false, true, "null", "input/output: the file's column names"));
+    args.push_back(arg("train_on_input", ArgType::Bool, false, false, "false", "the prompt counts in the loss"));
+    args.push_back(arg("new_system_prompt", ArgType::String, false, true, "null", "a system message put first"));
+    registry.add<DatasetFactory>(
+        dataset_spec("torchtune.datasets.instruct_dataset", "instruct_dataset", args,
+                     "prompt/response rows (input, output) as one user and one assistant message"),
+        [](const Args& a) {
+          InputOutputOptions o;
+          o.column_map = column_map(a, {"input", "output"});
+          o.new_system_prompt = optional_string(a, "new_system_prompt");
+          o.masking = masking_strategy(a.get_bool("train_on_input"), "");
+          return sft_factory(a, "instruct_dataset", [o](const Row& row) { return input_output_to_messages(row, o); });
+        });
+  }
+  {
+    auto args = source_args("", true);
+    args.push_back(arg("conversation_column", ArgType::String, true, false, "", "the column holding the messages"));
+    args.push_back(arg("conversation_style", ArgType::String, true, false, "", "openai (role/content) or sharegpt (from/value)"));
+    args.push_back(arg("train_on_input", ArgType::Bool, false, false, "false", "user messages count in the loss"));
+    args.push_back(arg("new_system_prompt", ArgType::String, false, true, "null", "replaces the rows' system messages"));
+    registry.add<DatasetFactory>(
+        dataset_spec("torchtune.datasets.chat_dataset", "chat_dataset", args,
+                     "multi-turn conversations; only assistant turns are trained unless train_on_input"),
+        [](const Args& a) {
+          ChatOptions o;
+          o.conversation_column = a.get_string("conversation_column");
+          o.conversation_style = a.get_string("conversation_style");
+          if (o.conversation_style != "openai" && o.conversation_style != "sharegpt")
+            throw arg_error(a, "conversation_style", "must be openai or sharegpt, got '" + o.conversation_style + "'");
+          o.new_system_prompt = optional_string(a, "new_system_prompt");
+          o.masking = masking_strategy(a.get_bool("train_on_input"), "");
+          return sft_factory(a, "chat_dataset", [o](const Row& row) { return chat_to_messages(row, o); });
+        });
+  }
+  {
+    auto args = source_args("", true);
+    args.push_back(arg("column", ArgType::String, false, false, "text", "the column holding the text (source: json)"));
+    args.push_back(arg("add_eos", ArgType::Bool, false, false, "true", "end each document with EOS"));
+    args.push_back(arg("split_across_pack", ArgType::Bool, false, false, "true", "when packing, cut documents at block ends"));
+    registry.add<DatasetFactory>(
+        dataset_spec("torchtune.datasets.text_completion_dataset", "text_completion_dataset", args,
+                     "free text: one document a line (text) or a column of JSON rows (json)"),
+        [](const Args& a) {
+          const std::string source = a.get_string("source");
+          const auto files = data_files(a);
+          const std::string split = a.get_string("split");
+          const std::string col = a.get_string("column");
+          const bool add_eos = a.get_bool("add_eos");
+          const bool packed = a.get_bool("packed");
+          const bool split_across = a.get_bool("split_across_pack");
+          return DatasetFactory([=](const DatasetContext& ctx) -> std::shared_ptr<Dataset> {
+            const Tokenizer& tok = need_tokenizer(ctx, "text_completion_dataset");
+            const auto rows = load_rows(source, files, split);
+            auto ds = make_text_completion_dataset(
+                rows, source == "text" ? "text" : col, add_eos, tok,
+                "text_completion_dataset: " + std::to_string(rows.size()) + " documents from " + files_text(files));
+            return maybe_pack(ds, packed, split_across, tok, "text_completion_dataset");
+          });
+        });
+  }
+  registry.add<DatasetFactory>(
+      dataset_spec("tunebench.datasets.synthetic", "synthetic",
+                   {arg("seq_len", ArgType::Int, false, false, "256", "tokens per sample"),
+                    arg("num_samples", ArgType::Int, false, false, "1000", "samples per epoch"),
+                    arg("seed", ArgType::Int, false, false, "0", "the token ids depend only on this and the index"),
+                    arg("vocab_size", ArgType::Int, false, true, "null",
+                        "ids are drawn below this; default: the model's, else the tokenizer's")},
+                   "seeded random token ids, every position trained (benchmarks)"),
+      [](const Args& a) {
+        const int64_t seq_len = a.get_int("seq_len");
+        const int64_t num_samples = a.get_int("num_samples");
+        const auto seed = static_cast<uint64_t>(a.get_int("seed"));
+        const auto vocab = optional_int(a, "vocab_size");
+        return DatasetFactory([=](const DatasetContext& ctx) -> std::shared_ptr<Dataset> {
+          int64_t v = vocab.value_or(ctx.vocab_size);
+          if (v <= 0 && ctx.tokenizer) v = ctx.tokenizer->vocab_size();
+          if (v <= 0) throw std::runtime_error("synthetic: no vocabulary size (set dataset.vocab_size, or build a model or tokenizer)");
+          return std::make_shared<SyntheticDataset>(seq_len, num_samples, seed, v);
+        });
+      });
+}
+
+}  // namespace
+
+void register_components(config::Registry& registry) {
+  register_tokenizers(registry);
+  register_datasets(registry);
+}
 
 }  // namespace tb::data

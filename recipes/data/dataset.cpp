@@ -1,0 +1,63 @@
+#include "data/dataset.h"
+
+#include <algorithm>
+
+#include <yaml-cpp/yaml.h>
+
+#include "config/registry.h"
+
+namespace tb::data {
+
+ConcatDataset::ConcatDataset(std::vector<std::shared_ptr<const Dataset>> parts) : parts_(std::move(parts)) {
+  for (const auto& p : parts_) {
+    starts_.push_back(total_);
+    total_ += p->size();
+  }
+}
+
+Sample ConcatDataset::get(size_t index) const {
+  if (index >= total_) throw std::out_of_range("sample " + std::to_string(index) + " of " + std::to_string(total_));
+  const auto it = std::upper_bound(starts_.begin(), starts_.end(), index);
+  const size_t part = static_cast<size_t>(it - starts_.begin()) - 1;
+  return parts_[part]->get(index - starts_[part]);
+}
+
+std::string ConcatDataset::description() const {
+  std::string out = "concatenation of " + std::to_string(parts_.size()) + " datasets (" + std::to_string(total_) +
+                    " samples):";
+  for (const auto& p : parts_) out += " [" + p->description() + "]";
+  return out;
+}
+
+namespace {
+std::string where(const std::string& file, int line) {
+  return line > 0 ? file + ":" + std::to_string(line) : file;
+}
+}  // namespace
+
+DataError::DataError(std::string file, int line, const std::string& message)
+    : std::runtime_error(where(file, line) + ": " + message), file_(std::move(file)), line_(line) {}
+
+std::vector<int64_t> shifted_labels(const std::vector<int64_t>& tokens, const std::vector<bool>& mask) {
+  std::vector<int64_t> labels(tokens.size(), kIgnoreIndex);
+  for (size_t i = 0; i + 1 < tokens.size(); ++i) labels[i] = mask[i + 1] ? kIgnoreIndex : tokens[i + 1];
+  return labels;
+}
+
+std::vector<int64_t> shifted_labels(const std::vector<int64_t>& tokens) {
+  std::vector<int64_t> labels(tokens.size(), kIgnoreIndex);
+  for (size_t i = 0; i + 1 < tokens.size(); ++i) labels[i] = tokens[i + 1];
+  return labels;
+}
+
+std::shared_ptr<Dataset> build_dataset(const config::Registry& registry, const YAML::Node& node,
+                                       const DatasetContext& context) {
+  if (node.IsSequence()) {
+    std::vector<std::shared_ptr<const Dataset>> parts;
+    for (const auto& child : node) parts.push_back(registry.build<DatasetFactory>(child)(context));
+    return std::make_shared<ConcatDataset>(std::move(parts));
+  }
+  return registry.build<DatasetFactory>(node)(context);
+}
+
+}  // namespace tb::data

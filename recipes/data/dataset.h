@@ -1,0 +1,111 @@
+// Tokenized samples and the datasets that hold them.
+//
+// Label convention (torchtune after its packed-label fix, and what recipes rely on): labels are
+// already shifted. labels[i] is the token the model must predict after reading tokens[0..i], i.e.
+// tokens[i+1], or kIgnoreIndex (-100) where nothing is learned (masked prompt, the last position,
+// padding). A recipe computes cross_entropy(logits.view(-1, V), labels.view(-1), ignore_index=-100)
+// with NO further shift.
+//
+// Dataset components (registry kind "dataset") build a DatasetFactory: the dataset needs the
+// tokenizer (and, for `synthetic`, the model's vocabulary size), which the recipe builds first.
+//   auto factory = registry.build<tb::data::DatasetFactory>(cfg.at("dataset"));
+//   std::shared_ptr<tb::data::Dataset> ds = factory({tokenizer, model_vocab_size});
+// A YAML list of dataset nodes is a concatenation (build_dataset below), as in torchtune.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace YAML {
+class Node;
+}
+
+namespace tb::config {
+class Registry;
+}
+
+namespace tb::data {
+
+class Tokenizer;
+struct Message;
+
+inline constexpr int64_t kIgnoreIndex = -100;
+
+struct Sample {
+  std::vector<int64_t> tokens;
+  std::vector<int64_t> labels;     // shifted targets, kIgnoreIndex where masked (see above)
+  std::vector<int64_t> input_pos;  // packed samples: position inside the original sample; else empty
+  std::vector<int64_t> seq_lens;   // packed samples: lengths of the samples in the pack (padding last)
+};
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual size_t size() const = 0;
+  virtual Sample get(size_t index) const = 0;  // index < size()
+  // One line for logs and the GUI, e.g. "alpaca_dataset: 2100 samples from resources/datasets/x.json".
+  virtual std::string description() const = 0;
+};
+
+class InMemoryDataset : public Dataset {
+ public:
+  InMemoryDataset(std::vector<Sample> samples, std::string description)
+      : samples_(std::move(samples)), description_(std::move(description)) {}
+  size_t size() const override { return samples_.size(); }
+  Sample get(size_t index) const override { return samples_.at(index); }
+  const Sample& at(size_t index) const { return samples_.at(index); }
+  std::string description() const override { return description_; }
+
+ private:
+  std::vector<Sample> samples_;
+  std::string description_;
+};
+
+// The samples of several datasets one after the other (torchtune's ConcatDataset).
+class ConcatDataset : public Dataset {
+ public:
+  explicit ConcatDataset(std::vector<std::shared_ptr<const Dataset>> parts);
+  size_t size() const override { return total_; }
+  Sample get(size_t index) const override;
+  std::string description() const override;
+
+ private:
+  std::vector<std::shared_ptr<const Dataset>> parts_;
+  std::vector<size_t> starts_;
+  size_t total_ = 0;
+};
+
+// What a dataset component needs at build time.
+struct DatasetContext {
+  std::shared_ptr<const Tokenizer> tokenizer;  // required by every dataset except synthetic
+  int64_t vocab_size = 0;                      // the model's; 0: use the tokenizer's
+};
+using DatasetFactory = std::function<std::shared_ptr<Dataset>(const DatasetContext&)>;
+
+// A problem with the data itself: formats as "file:line: message" (line 0: "file: message").
+class DataError : public std::runtime_error {
+ public:
+  DataError(std::string file, int line, const std::string& message);
+  const std::string& file() const { return file_; }
+  int line() const { return line_; }
+
+ private:
+  std::string file_;
+  int line_;
+};
+
+// Shifted labels of tokenize_messages output: labels[i] = mask[i+1] ? -100 : tokens[i+1], last -100.
+std::vector<int64_t> shifted_labels(const std::vector<int64_t>& tokens, const std::vector<bool>& mask);
+// Every position trained: labels[i] = tokens[i+1], last -100.
+std::vector<int64_t> shifted_labels(const std::vector<int64_t>& tokens);
+
+// Builds the dataset of a config node: a component node, or a list of them (concatenated).
+std::shared_ptr<Dataset> build_dataset(const config::Registry& registry, const YAML::Node& node,
+                                       const DatasetContext& context);
+
+}  // namespace tb::data

@@ -1,0 +1,162 @@
+#include "data/json_rows.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "config/config.h"
+#include "data/dataset.h"
+
+namespace tb::data {
+namespace {
+
+using nlohmann::json;
+
+std::string read_all(const std::string& path, const std::string& display_name) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataError(display_name, 0, "cannot open data file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int line_at(const std::string& text, size_t offset, int first_line) {
+  int line = first_line;
+  for (size_t i = 0; i < offset && i < text.size(); ++i)
+    if (text[i] == '\n') ++line;
+  return line;
+}
+
+json parse_row(const std::string& text, const std::string& file, int line) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    // e.byte is 1-based and points just past the problem; report the line it falls on.
+    const size_t at = e.byte > 0 ? e.byte - 1 : 0;
+    std::string what = e.what();
+    const auto colon = what.find("syntax error");
+    throw DataError(file, line_at(text, at, line),
+                    "invalid JSON: " + (colon != std::string::npos ? what.substr(colon) : what));
+  }
+}
+
+// The elements of a top-level JSON array as text slices with their first lines. Only strings and
+// bracket depth need tracking; each element is then parsed on its own.
+std::vector<Row> split_array(const std::string& text, const std::string& file, size_t open_bracket) {
+  std::vector<Row> rows;
+  int line = line_at(text, open_bracket, 1);
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  size_t element_start = std::string::npos;
+  int element_line = 0;
+  auto finish = [&](size_t end) {
+    if (element_start == std::string::npos) throw DataError(file, line, "invalid JSON: empty element in the array");
+    Row row;
+    row.file = file;
+    row.line = element_line;
+    row.value = parse_row(text.substr(element_start, end - element_start), file, element_line);
+    rows.push_back(std::move(row));
+    element_start = std::string::npos;
+  };
+  for (size_t i = open_bracket + 1; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') ++line;
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    const bool blank = c == ' ' || c == '\t' || c == '\r' || c == '\n';
+    if (!blank && element_start == std::string::npos && !(depth == 0 && (c == ',' || c == ']'))) {
+      element_start = i;
+      element_line = line;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      ++depth;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    } else if (depth == 0 && c == ',') {
+      finish(i);
+    } else if (depth == 0 && c == ']') {
+      if (element_start != std::string::npos) finish(i);
+      for (size_t k = i + 1; k < text.size(); ++k) {
+        if (text[k] == '\n') ++line;
+        if (!(text[k] == ' ' || text[k] == '\t' || text[k] == '\r' || text[k] == '\n'))
+          throw DataError(file, line, "invalid JSON: text after the closing ']'");
+      }
+      return rows;
+    }
+  }
+  throw DataError(file, line, "invalid JSON: the array is not closed with ']'");
+}
+
+}  // namespace
+
+std::vector<Row> parse_json_rows(const std::string& text, const std::string& file) {
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return {};
+  if (text[first] == '[') return split_array(text, file, first);
+  std::vector<Row> rows;
+  std::istringstream in(text);
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    Row row;
+    row.file = file;
+    row.line = line_no;
+    row.value = parse_row(line, file, line_no);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::vector<Row> read_json_rows(const std::string& path, const std::string& display_name) {
+  return parse_json_rows(read_all(path, display_name), display_name);
+}
+
+std::vector<Row> read_text_rows(const std::string& path, const std::string& display_name) {
+  std::vector<Row> rows;
+  std::istringstream in(read_all(path, display_name));
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    Row row;
+    row.file = display_name;
+    row.line = line_no;
+    row.value = json{{"text", line}};
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string resolve_data_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (path.empty() || fs::path(path).is_absolute() || fs::exists(path, ec)) return path;
+  const auto shared = fs::path(config::share_dir()) / path;
+  if (fs::exists(shared, ec)) return shared.string();
+  return path;
+}
+
+std::string string_column(const Row& row, const std::string& column, bool allow_null) {
+  if (!row.value.is_object()) throw DataError(row.file, row.line, "a row must be a JSON object");
+  const auto it = row.value.find(column);
+  if (it == row.value.end() || it->is_null()) {
+    if (allow_null) return {};
+    std::string have;
+    for (const auto& [key, _] : row.value.items()) have += (have.empty() ? "" : ", ") + key;
+    throw DataError(row.file, row.line, "missing column '" + column + "' (the row has: " + (have.empty() ? "nothing" : have) + ")");
+  }
+  if (!it->is_string()) throw DataError(row.file, row.line, "column '" + column + "' is not a string");
+  return it->get<std::string>();
+}
+
+}  // namespace tb::data
