@@ -11,8 +11,12 @@ const char* to_string(RunStatus s) {
   return "failed";
 }
 
+RunResult run_full_finetune_single_device(const config::Config&, training::MetricLogger&, RunControl&);
+
 const std::vector<RecipeInfo>& recipes() {
-  static const std::vector<RecipeInfo> all = {};
+  static const std::vector<RecipeInfo> all = {
+      {"full_finetune_single_device", "full fine-tune: every weight trains", run_full_finetune_single_device},
+  };
   return all;
 }
 

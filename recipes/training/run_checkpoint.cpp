@@ -1,0 +1,95 @@
+#include "training/run_checkpoint.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+namespace fs = std::filesystem;
+
+namespace tb::training {
+namespace {
+
+void write_text_synced(const fs::path& path, const std::string& text) {
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) throw std::runtime_error("cannot write " + path.string());
+  }
+  // The manifest marks completeness, so it must not reach the disk before the files it describes.
+  ::sync();
+}
+
+}  // namespace
+
+std::string write_checkpoint_folder(const std::string& output_dir, const std::string& name,
+                                    const std::function<void(const std::string&)>& fill,
+                                    const nlohmann::json& manifest) {
+  const fs::path final_path = fs::path(output_dir) / name;
+  const fs::path tmp = fs::path(output_dir) / (".tmp_" + name + "_" + std::to_string(::getpid()));
+  fs::create_directories(output_dir);
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  try {
+    fill(tmp.string());
+    write_text_synced(tmp / kManifestName, manifest.dump(2) + "\n");
+    if (fs::exists(final_path)) {
+      // Replacing a checkpoint of the same name: move the old one aside first so a crash between the
+      // two renames leaves one complete copy.
+      const fs::path old = fs::path(output_dir) / (".old_" + name + "_" + std::to_string(::getpid()));
+      fs::remove_all(old);
+      fs::rename(final_path, old);
+      fs::rename(tmp, final_path);
+      fs::remove_all(old);
+    } else {
+      fs::rename(tmp, final_path);
+    }
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(tmp, ignored);
+    throw;
+  }
+  return final_path.string();
+}
+
+std::optional<nlohmann::json> read_manifest(const std::string& folder) {
+  std::ifstream in(fs::path(folder) / kManifestName);
+  if (!in) return std::nullopt;
+  auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  return j;
+}
+
+std::vector<CheckpointInfo> list_checkpoints(const std::string& output_dir) {
+  std::vector<CheckpointInfo> out;
+  std::error_code ec;
+  if (!fs::is_directory(output_dir, ec)) return out;
+  for (const auto& entry : fs::directory_iterator(output_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() || (name.rfind("step_", 0) != 0 && name.rfind("epoch_", 0) != 0)) continue;
+    CheckpointInfo info;
+    info.path = entry.path().string();
+    if (auto manifest = read_manifest(info.path)) {
+      info.complete = true;
+      info.manifest = *manifest;
+      info.step = manifest->value("step", int64_t{0});
+    }
+    out.push_back(std::move(info));
+  }
+  std::sort(out.begin(), out.end(), [](const CheckpointInfo& a, const CheckpointInfo& b) {
+    return a.step != b.step ? a.step < b.step : a.path < b.path;
+  });
+  return out;
+}
+
+std::optional<CheckpointInfo> newest_complete_checkpoint(const std::string& output_dir) {
+  std::optional<CheckpointInfo> best;
+  for (auto& info : list_checkpoints(output_dir))
+    if (info.complete && (!best || info.step >= best->step)) best = info;
+  return best;
+}
+
+}  // namespace tb::training
