@@ -1,8 +1,280 @@
-// tunebench-cli: the headless front end (DESIGN.md "The CLI").
+// tunebench-cli: the headless front end (DESIGN.md "The CLI"), modelled on torchtune's `tune`.
+// Exit codes: 0 success, 1 user error with a one-line reason on stderr. No exception and no signal
+// ends it: main catches everything, SIGINT/SIGTERM ask a running recipe to stop, SIGPIPE is ignored.
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <map>
+#include <set>
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include "config/config.h"
+#include "recipe.h"
+#include "training/metric_loggers.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kOk = 0;
+constexpr int kUserError = 1;
+
+int fail(const std::string& reason) {
+  std::cerr << "tunebench-cli: " << reason << "\n";
+  return kUserError;
+}
+
+// The run being executed, for the signal handler. A lock-free atomic store is async-signal-safe.
+std::atomic<tb::RunControl*> g_running{nullptr};
+
+extern "C" void on_stop_signal(int) {
+  if (tb::RunControl* control = g_running.load()) control->stop.store(true);
+  const char msg[] = "\ntunebench-cli: stopping after the current step...\n";
+  ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+  (void)ignored;
+}
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);  // a closed pipe (`| head`) becomes a write error, not a death
+}
+
+// Every recipe name we know of: the built-in recipes, then those the bundled configs are written for.
+std::vector<std::string> known_recipes() {
+  std::vector<std::string> names;
+  for (const auto& r : tb::recipes()) names.push_back(r.name);
+  for (const auto& b : tb::config::bundled_configs())
+    if (!b.recipe.empty() && std::find(names.begin(), names.end(), b.recipe) == names.end()) names.push_back(b.recipe);
+  return names;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+// ---- ls --------------------------------------------------------------------------------------------------
+
+int cmd_ls() {
+  std::map<std::string, std::vector<std::string>> by_recipe;
+  for (const auto& b : tb::config::bundled_configs()) by_recipe[b.recipe].push_back(b.name);
+  std::vector<std::string> names = known_recipes();
+  size_t width = 6;
+  for (const auto& n : names) width = std::max(width, n.size());
+  auto row = [&](const std::string& recipe, const std::string& config) {
+    std::cout << recipe << std::string(width + 2 - recipe.size(), ' ') << config << "\n";
+  };
+  row("RECIPE", "CONFIG");
+  for (const auto& recipe : names) {
+    bool available = tb::find_recipe(recipe) != nullptr;
+    std::string label = recipe;
+    const auto& configs = by_recipe[recipe];
+    if (configs.empty()) row(label, "");
+    for (size_t i = 0; i < configs.size(); ++i) row(i == 0 ? label : "", configs[i]);
+    if (!available) std::cout << std::string(width + 2, ' ') << "(recipe not built into this version yet)\n";
+  }
+  for (const auto& name : by_recipe[""]) row("(any)", name);
+  return kOk;
+}
+
+// ---- cp --------------------------------------------------------------------------------------------------
+
+int cmd_cp(const std::string& source_name, std::string destination, bool force) {
+  std::string source = tb::config::find_config(source_name);
+  if (source.empty())
+    return fail("no bundled config or file named '" + source_name + "' (see 'tunebench-cli ls')");
+  std::error_code ec;
+  fs::path dst(destination);
+  if (fs::is_directory(dst, ec)) dst /= fs::path(source).filename();
+  if (!dst.has_extension()) dst += ".yaml";  // as `tune cp` does
+  if (fs::exists(dst, ec) && !force) return fail(dst.string() + " already exists (use --force to overwrite it)");
+  fs::path folder = dst.has_parent_path() ? dst.parent_path() : fs::path(".");
+  if (!fs::is_directory(folder, ec)) return fail("folder " + folder.string() + " does not exist");
+
+  std::ifstream in(source, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) return fail("cannot read " + source);
+  // Write next to the destination, then rename: a reader never sees half a file.
+  fs::path tmp = folder / ("." + dst.filename().string() + ".tmp" + std::to_string(getpid()));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) {
+      fs::remove(tmp, ec);
+      return fail("cannot write " + tmp.string());
+    }
+  }
+  fs::rename(tmp, dst, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return fail("cannot write " + dst.string() + ": " + ec.message());
+  }
+  std::cout << "Copied " << source_name << " to " << dst.string() << "\n";
+  return kOk;
+}
+
+// ---- validate and run ------------------------------------------------------------------------------------
+
+// Loads and validates; prints every diagnostic. nullopt on error.
+std::optional<tb::config::Config> load(const std::string& config, const std::vector<std::string>& overrides,
+                                       std::string recipe, bool components) {
+  if (recipe.empty()) {
+    std::string path = tb::config::find_config(config);
+    if (!path.empty()) recipe = tb::config::recipe_for_config(path);
+  }
+  tb::config::LoadOptions options;
+  options.overrides = overrides;
+  options.recipe = recipe;
+  options.validate_components = components;
+  tb::config::LoadResult result = tb::config::load_file(config, options);
+  for (const auto& d : result.diagnostics) std::cerr << d.format() << "\n";
+  if (!result.ok()) return std::nullopt;
+  return result.config;
+}
+
+int cmd_validate(const std::string& config, const std::vector<std::string>& overrides, const std::string& recipe,
+                 bool components) {
+  auto cfg = load(config, overrides, recipe, components);
+  if (!cfg) return kUserError;
+  std::cout << "Config is well-formed!\n";
+  return kOk;
+}
+
+int cmd_run(const std::string& recipe_name, const std::string& config, const std::vector<std::string>& overrides) {
+  const tb::RecipeInfo* recipe = tb::find_recipe(recipe_name);
+  if (!recipe) {
+    std::vector<std::string> names;
+    for (const auto& r : tb::recipes()) names.push_back(r.name);
+    return fail("unknown recipe '" + recipe_name + "' (known recipes: " +
+                (names.empty() ? std::string("none are built into this version yet") : join(names)) + ")");
+  }
+  auto cfg = load(config, overrides, recipe_name, true);
+  if (!cfg) return kUserError;
+
+  std::unique_ptr<tb::training::FanOutLogger> logger;
+  try {
+    logger = tb::training::make_metric_logger(*cfg);
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  if (!logger->contains<tb::training::StdoutLogger>()) logger->add(std::make_shared<tb::training::StdoutLogger>());
+
+  tb::RunControl control;
+  g_running.store(&control);
+  tb::RunResult result;
+  try {
+    result = recipe->run(*cfg, *logger, control);
+  } catch (const std::exception& e) {
+    // Recipes report their own end event; one that throws gets it here.
+    result.status = tb::RunStatus::Failed;
+    result.message = e.what();
+    logger->log_event({{"event", "end"}, {"status", "failed"}, {"message", result.message}});
+  }
+  g_running.store(nullptr);
+  logger->flush();
+  if (result.status == tb::RunStatus::Failed)
+    return fail("run failed: " + (result.message.empty() ? std::string("(no reason given)") : result.message));
+  return kOk;
+}
+
+// Hooks the lead wires to the eval, generate and compile-bench work (DESIGN.md "The CLI").
+int not_available(const std::string& what) { return fail(what + " is not available yet in this version"); }
+
+struct Args {
+  std::string config, recipe, source, destination, prompt;
+  std::vector<std::string> overrides;
+  bool force = false, no_components = false;
+  int max_new_tokens = 128, steps = 20;
+};
+
+void add_overrides(CLI::App* cmd, Args& a) {
+  cmd->add_option("overrides", a.overrides, "config overrides: key=value, key=[a,b], ~key")->type_name("KEY=VALUE|~KEY");
+}
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"tunebench-cli: fine-tune LLMs with torchtune-style recipes and configs", "tunebench-cli"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string(TUNEBENCH_VERSION));
+  Args a;
+
+  CLI::App* ls = app.add_subcommand("ls", "list the recipes and the bundled configs for each");
+
+  CLI::App* cp = app.add_subcommand("cp", "copy a bundled config to a file, to edit it");
+  cp->add_option("config", a.source, "bundled config name (see ls) or file")->required();
+  cp->add_option("destination", a.destination, "destination file (.yaml is added when missing) or folder")->required();
+  cp->add_flag("-f,--force", a.force, "overwrite an existing destination");
+
+  CLI::App* validate = app.add_subcommand("validate", "check a config: exit 0 if valid, else print every error");
+  validate->add_option("config", a.config, "bundled config name or YAML file")->required();
+  add_overrides(validate, a);
+  validate->add_option("--recipe", a.recipe, "check the keys of this recipe (default: from the file name)");
+  validate->add_flag("--no-components", a.no_components, "check keys and types only, not the _component_ names");
+
+  CLI::App* run = app.add_subcommand("run", "run a recipe on a config");
+  run->add_option("recipe", a.recipe, "recipe name (see ls)")->required();
+  run->add_option("--config", a.config, "bundled config name or YAML file")->required();
+  add_overrides(run, a);
+
+  // ---- hooks: registered with their options; the lead wires them (see not_available) ----
+  CLI::App* eval = app.add_subcommand("eval", "evaluate a model: mean loss, perplexity and tokens over a dataset");
+  eval->add_option("--config", a.config, "bundled config name or YAML file")->required();
+  add_overrides(eval, a);
+
+  CLI::App* generate = app.add_subcommand("generate", "generate text from a prompt");
+  generate->add_option("--config", a.config, "bundled config name or YAML file")->required();
+  generate->add_option("--prompt", a.prompt, "the prompt")->required();
+  generate->add_option("--max-new-tokens", a.max_new_tokens, "tokens to generate")->capture_default_str();
+  add_overrides(generate, a);
+
+  CLI::App* bench = app.add_subcommand("bench", "benchmarks");
+  bench->require_subcommand(1);
+  CLI::App* bench_compile = bench->add_subcommand("compile", "eager vs compiled training step: speed, warm-up, parity");
+  bench_compile->add_option("--config", a.config, "bundled config name or YAML file")->required();
+  bench_compile->add_option("--steps", a.steps, "measured steps")->capture_default_str();
+  add_overrides(bench_compile, a);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return fail(std::string(e.what()) + " (see --help)");
+  }
+
+  if (*ls) return cmd_ls();
+  if (*cp) return cmd_cp(a.source, a.destination, a.force);
+  if (*validate) return cmd_validate(a.config, a.overrides, a.recipe, !a.no_components);
+  if (*run) return cmd_run(a.recipe, a.config, a.overrides);
+  if (*eval) return not_available("eval");
+  if (*generate) return not_available("generate");
+  if (*bench_compile) return not_available("bench compile");
+  return fail("no command given (see --help)");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  (void)argc; (void)argv;
-  std::cout << "tunebench-cli\n";
-  return 0;
+  install_signal_handlers();
+  try {
+    return run_cli(argc, argv);
+  } catch (const std::exception& e) {
+    return fail(std::string("internal error: ") + e.what());
+  } catch (...) {
+    return fail("internal error");
+  }
 }

@@ -3,6 +3,7 @@
 // escaping to the user.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -11,6 +12,8 @@
 #include <yaml-cpp/yaml.h>
 
 namespace tb::config {
+
+class Registry;
 
 // One problem with a config. Formats as `file:line:col: message` (1-based line and column) or,
 // for a problem that came from a command-line override, `override 'a.b=v': message`.
@@ -32,6 +35,19 @@ struct Config {
   YAML::Node at(const std::string& dotted) const;
   // The YAML text of the resolved config (what `cp` and the GUI editor show).
   std::string to_yaml() const;
+
+  // Typed reads of a validated config; `fallback` when the key is absent or null.
+  int64_t get_int(const std::string& dotted, int64_t fallback) const;
+  double get_float(const std::string& dotted, double fallback) const;
+  bool get_bool(const std::string& dotted, bool fallback) const;
+  std::string get_string(const std::string& dotted, const std::string& fallback) const;
+
+  // A diagnostic pointing at where `dotted` was set (its file line and column, or the override that set
+  // it), for problems found later, e.g. when a run finds that checkpointer.checkpoint_dir does not exist.
+  Diagnostic where(const std::string& dotted, const std::string& message) const;
+
+  // Where each value was set, by dotted path (list items as a.0); message empty. Filled by load_*.
+  std::map<std::string, Diagnostic> sources;
 };
 
 struct LoadResult {
@@ -44,6 +60,7 @@ struct LoadOptions {
   std::vector<std::string> overrides;  // `a.b=v`, `a=[x,y]`, `dataset=name`, `~a.b`
   std::string recipe;                  // validate the recipe-specific keys of this recipe
   bool validate_components = true;     // check `_component_` names and their arguments
+  const Registry* registry = nullptr;  // the components to check against; nullptr = Registry::builtin()
 };
 
 // `name_or_path` is a file path or a bundled config name such as `tiny/full_single_device`
@@ -58,7 +75,20 @@ struct BundledConfig {
   std::string recipe;  // the recipe it is written for
 };
 std::vector<BundledConfig> bundled_configs();
-// The folder holding bundled configs and resources (env TUNEBENCH_SHARE_DIR overrides).
+// The folder holding bundled configs and resources: env TUNEBENCH_SHARE_DIR if set, else
+// <dir of the executable>/../share/tunebench (the build tree and an installed prefix look alike).
 std::string share_dir();
+
+// The path of a config file: `name_or_path` itself when it is a file, else the bundled config of that name
+// (with or without .yaml). Empty when neither exists.
+std::string find_config(const std::string& name_or_path);
+
+// The recipe a config is written for: a `# recipe: <name>` comment at the top of the file wins; else the
+// file name: a `lora`/`qlora`/`dora` word -> lora_finetune_single_device, a `full` word ->
+// full_finetune_single_device (words are split at '_' and '-'); else "".
+std::string recipe_for_config(const std::string& path);
+
+// Every diagnostic formatted, one per line.
+std::string format_diagnostics(const std::vector<Diagnostic>& diagnostics);
 
 }  // namespace tb::config

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <any>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,7 @@ struct ArgSpec {
   bool nullable = false;       // `null` is an accepted value (e.g. checkpoint_dir: null)
   std::string default_value;   // YAML text of the default, empty when there is none
   std::string help;
+  std::vector<std::string> choices = {};  // when non-empty, the value must be one of these (String, Path)
 };
 
 // What the config of one component may hold. `kind` says where it may appear.
@@ -71,6 +74,7 @@ class Registry {
   // nullptr when the name (canonical or alias) is unknown.
   const ComponentSpec* find(const std::string& name) const;
   std::vector<const ComponentSpec*> of_kind(const std::string& kind) const;
+  std::vector<const ComponentSpec*> all() const;  // in registration order
 
   // Builds a component from a node holding `_component_` and its arguments. The node must have
   // been validated; throws std::runtime_error on an unknown name or a product type mismatch.

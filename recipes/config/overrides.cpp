@@ -1,0 +1,193 @@
+#include "config/overrides.h"
+
+#include "config/suggest.h"
+
+namespace tb::config {
+namespace {
+
+Diagnostic override_error(const std::string& text, const std::string& message) {
+  Diagnostic d;
+  d.override_text = text;
+  d.message = message;
+  return d;
+}
+
+bool is_index(const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; }
+
+std::string describe_node(const Node& n) {
+  switch (n.kind) {
+    case Node::Kind::Null: return "null";
+    case Node::Kind::Sequence: return "a list";
+    case Node::Kind::Map: return "a map";
+    case Node::Kind::Scalar: return std::string(describe(n.scalar_kind())) + " ('" + n.text + "')";
+  }
+  return "a value";
+}
+
+bool has_component(const Node& n) { return n.is_map() && n.find("_component_") != nullptr; }
+
+// OmegaConf's merge: maps merge key by key, anything else replaces.
+void merge_into(Node& target, const Node& value) {
+  if (target.is_map() && value.is_map()) {
+    for (const Node& c : value.children) {
+      if (Node* existing = target.find(c.key))
+        merge_into(*existing, c);
+      else
+        target.add(c.key, c);
+    }
+    return;
+  }
+  target.assign_value(value);
+}
+
+void remove_key(Node& root, const std::string& text, std::vector<Diagnostic>& diags) {
+  std::string dotted = text.substr(1, text.find('=') == std::string::npos ? std::string::npos : text.find('=') - 1);
+  std::vector<std::string> path = split_dotted(dotted);
+  if (path.empty()) {
+    diags.push_back(override_error(text, "expected ~key.path, e.g. ~optimizer.weight_decay"));
+    return;
+  }
+  if (path.back() == "_component_") {
+    diags.push_back(override_error(text, "a component's '_component_' cannot be removed on its own; remove the whole key (~" +
+                                             dotted.substr(0, dotted.size() - std::string("._component_").size()) + ")"));
+    return;
+  }
+  Node* node = &root;
+  std::string walked;
+  for (size_t i = 0; i < path.size(); ++i) {
+    const std::string& seg = path[i];
+    bool last = i + 1 == path.size();
+    if (node->is_sequence() && is_index(seg)) {
+      size_t idx = std::stoul(seg);
+      if (idx >= node->children.size()) {
+        diags.push_back(override_error(text, "'" + walked + "' has only " + std::to_string(node->children.size()) + " items"));
+        return;
+      }
+      if (last) {
+        node->children.erase(node->children.begin() + static_cast<long>(idx));
+        return;
+      }
+      node = &node->children[idx];
+    } else {
+      Node* child = node->is_map() ? node->find(seg) : nullptr;
+      if (!child) {
+        std::string where = walked.empty() ? "the config" : "'" + walked + "'";
+        diags.push_back(override_error(text, "cannot remove '" + dotted + "': " + where + " has no key '" + seg + "'" +
+                                                 did_you_mean(seg, node->keys())));
+        return;
+      }
+      if (last) {
+        node->erase(seg);
+        return;
+      }
+      node = child;
+    }
+    walked = walked.empty() ? seg : walked + "." + seg;
+  }
+}
+
+void set_key(Node& root, const std::string& text, std::vector<Diagnostic>& diags) {
+  size_t eq = text.find('=');
+  std::string dotted = text.substr(0, eq);
+  std::string value_text = text.substr(eq + 1);
+  std::vector<std::string> path = split_dotted(dotted);
+  if (path.empty()) {
+    diags.push_back(override_error(text, "expected key=value with a dotted key such as optimizer.lr"));
+    return;
+  }
+  Node value;
+  if (value_text == "None") {
+    value.kind = Node::Kind::Null;  // torchtune turns None into null
+  } else {
+    try {
+      std::vector<Diagnostic> parse_diags;
+      value = from_yaml(YAML::Load(value_text), "", parse_diags);
+      if (!parse_diags.empty()) {
+        diags.push_back(override_error(text, "the value is not valid: " + parse_diags.front().message));
+        return;
+      }
+    } catch (const YAML::Exception& e) {
+      diags.push_back(override_error(text, "the value is not valid YAML: " + e.msg));
+      return;
+    }
+  }
+  value.set_origin(text);
+
+  Node* node = &root;
+  std::string walked;
+  for (size_t i = 0; i < path.size(); ++i) {
+    const std::string& seg = path[i];
+    bool last = i + 1 == path.size();
+    Node* child = nullptr;
+    if (node->is_sequence()) {
+      if (!is_index(seg) || std::stoul(seg) >= node->children.size()) {
+        diags.push_back(override_error(text, "'" + walked + "' is a list of " + std::to_string(node->children.size()) +
+                                                 " items; '" + seg + "' is not an index into it"));
+        return;
+      }
+      child = &node->children[std::stoul(seg)];
+    } else {
+      if (node->is_null()) {  // null stands for "not set": it may become a map
+        node->kind = Node::Kind::Map;
+        node->text.clear();
+        node->tag.clear();
+      }
+      if (!node->is_map()) {
+        diags.push_back(override_error(text, "cannot set '" + dotted + "': '" + walked + "' is " + describe_node(*node) +
+                                                 ", not a map"));
+        return;
+      }
+      child = node->find(seg);
+      if (!child) {
+        Node fresh;
+        fresh.kind = last ? Node::Kind::Null : Node::Kind::Map;
+        fresh.origin = text;
+        child = &node->add(seg, fresh);
+      }
+    }
+    if (last) {
+      // Swapping a component keeps its arguments; setting _component_ explicitly does the same.
+      if (has_component(*child) && value.is_scalar()) {
+        Node* component = child->find("_component_");
+        component->assign_value(value);
+        return;
+      }
+      merge_into(*child, value);
+      return;
+    }
+    node = child;
+    walked = walked.empty() ? seg : walked + "." + seg;
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> split_dotted(const std::string& dotted) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t dot = dotted.find('.', start);
+    std::string seg = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (seg.empty()) return {};
+    out.push_back(seg);
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return out;
+}
+
+void apply_overrides(Node& root, const std::vector<std::string>& overrides, std::vector<Diagnostic>& diags) {
+  for (const std::string& text : overrides) {
+    if (text.empty()) {
+      diags.push_back(override_error(text, "empty override; expected key=value or ~key"));
+    } else if (text[0] == '~') {
+      remove_key(root, text, diags);
+    } else if (text.find('=') == std::string::npos) {
+      diags.push_back(override_error(text, "expected key=value or ~key (e.g. optimizer.lr=1e-4, ~clip_grad_norm)"));
+    } else {
+      set_key(root, text, diags);
+    }
+  }
+}
+
+}  // namespace tb::config

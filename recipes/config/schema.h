@@ -1,0 +1,41 @@
+// The keys a recipe config may hold at its top level: their types, defaults, which of them hold
+// components (and of which kind), and which recipes accept them. The table itself is in schema.cpp.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/registry.h"
+
+namespace tb::config {
+
+inline const char* const kFullFinetuneRecipe = "full_finetune_single_device";
+inline const char* const kLoraFinetuneRecipe = "lora_finetune_single_device";
+
+enum class Effect {
+  Implemented,  // the recipes honour it
+  NoEffect,     // accepted (torchtune configs carry it) with a checked value, but it changes nothing here
+};
+
+struct KeySpec {
+  ArgSpec value;                      // name, type, required, nullable, default (YAML text), help, choices
+  std::string component_kind;         // non-empty: the key holds a `_component_` node of this kind
+  bool list_of_components = false;    // a list of components is accepted too (dataset: concatenated)
+  std::vector<std::string> recipes;   // empty: every recipe; otherwise only these
+  Effect effect = Effect::Implemented;
+  std::optional<int64_t> min_value;   // Int keys: the smallest accepted value
+  std::function<std::string()> computed_default;  // a default that depends on the machine (num_threads)
+
+  bool applies_to(const std::string& recipe) const;
+};
+
+// Every top-level key of a recipe config, in the order a config usually lists them.
+const std::vector<KeySpec>& recipe_schema();
+const KeySpec* find_key(const std::string& name);
+// The recipes the schema knows (for messages and `ls`).
+std::vector<std::string> schema_recipes();
+
+}  // namespace tb::config

@@ -1,0 +1,250 @@
+// The real tunebench-cli binary (env TB_CLI): exit codes, messages, --help, and that it never dies on a
+// signal.
+#include <QtTest>
+
+#include "config/registry.h"
+#include "recipe.h"
+
+namespace {
+
+struct Result {
+  int code = -1;
+  QString out, err;
+};
+
+QString fixture(const char* name) { return QString(TB_SOURCE_DIR) + "/tests/data/config/" + name; }
+
+}  // namespace
+
+class TestCli : public QObject {
+  Q_OBJECT
+
+  Result run(const QStringList& args, const QString& cwd = {}) {
+    QProcess p;
+    if (!cwd.isEmpty()) p.setWorkingDirectory(cwd);
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.remove("TUNEBENCH_SHARE_DIR");  // the binary finds <build>/share/tunebench by itself
+    p.setProcessEnvironment(env);
+    p.start(cli_, args);
+    if (!p.waitForFinished(60000)) {
+      p.kill();
+      p.waitForFinished();
+      qWarning("tunebench-cli %s timed out", qPrintable(args.join(' ')));
+      return {};
+    }
+    Result r;
+    // Never a signal: a crash would be CrashExit.
+    if (p.exitStatus() != QProcess::NormalExit) qWarning("tunebench-cli %s died on a signal", qPrintable(args.join(' ')));
+    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2;
+    r.out = QString::fromUtf8(p.readAllStandardOutput());
+    r.err = QString::fromUtf8(p.readAllStandardError());
+    return r;
+  }
+
+  // A user error: exit 1 and exactly one line on stderr.
+  void expectOneLineError(const Result& r, const QString& contains) {
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.endsWith('\n') && r.err.count('\n') == 1, qPrintable(r.err));
+    QVERIFY2(r.err.contains(contains), qPrintable(r.err));
+  }
+
+  QString cli_;
+
+ private Q_SLOTS:
+  void initTestCase() {
+    cli_ = qEnvironmentVariable("TB_CLI");
+    QVERIFY2(QFileInfo(cli_).isExecutable(), "TB_CLI must name the tunebench-cli binary");
+  }
+
+  void help_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("mentions");
+    QTest::newRow("top") << QStringList{"--help"} << "validate";
+    QTest::newRow("ls") << QStringList{"ls", "--help"} << "ls";
+    QTest::newRow("cp") << QStringList{"cp", "--help"} << "--force";
+    QTest::newRow("validate") << QStringList{"validate", "--help"} << "overrides";
+    QTest::newRow("run") << QStringList{"run", "--help"} << "--config";
+    QTest::newRow("eval") << QStringList{"eval", "--help"} << "--config";
+    QTest::newRow("generate") << QStringList{"generate", "--help"} << "--max-new-tokens";
+    QTest::newRow("bench") << QStringList{"bench", "--help"} << "compile";
+    QTest::newRow("bench compile") << QStringList{"bench", "compile", "--help"} << "--steps";
+  }
+  void help() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, mentions);
+    Result r = run(args);
+    QCOMPARE(r.code, 0);
+    QVERIFY2(r.out.contains(mentions), qPrintable(r.out));
+    QVERIFY2(r.out.contains("Usage"), qPrintable(r.out));
+  }
+
+  void usageErrors_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("mentions");
+    QTest::newRow("no command") << QStringList{} << "subcommand";
+    QTest::newRow("unknown command") << QStringList{"trian"} << "trian";
+    QTest::newRow("missing config") << QStringList{"validate"} << "config";
+    QTest::newRow("unknown option") << QStringList{"validate", "--bogus", "x.yaml"} << "--bogus";
+    QTest::newRow("run without --config") << QStringList{"run", "full_finetune_single_device"} << "--config";
+  }
+  void usageErrors() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, mentions);
+    expectOneLineError(run(args), mentions);
+  }
+
+  void validateWellFormedStructure() {
+    Result r = run({"validate", "--no-components", fixture("llama2_lora_valid.yaml")});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QCOMPARE(r.out, QString("Config is well-formed!\n"));
+    QVERIFY(r.err.isEmpty());
+  }
+
+  void validateWellFormedWithComponents() {
+    // Needs the model, data and training components the fixture names.
+    const auto& reg = tb::config::Registry::builtin();
+    for (const char* name : {"torchtune.models.llama2.lora_llama2_7b", "torchtune.models.llama2.llama2_tokenizer",
+                             "torchtune.training.FullModelHFCheckpointer", "torchtune.datasets.alpaca_dataset",
+                             "torch.optim.AdamW", "torchtune.modules.get_cosine_schedule_with_warmup",
+                             "torchtune.modules.loss.CEWithChunkedOutputLoss"})
+      if (!reg.find(name)) QSKIP(qPrintable(QString("component %1 is not registered yet").arg(name)));
+    Result r = run({"validate", fixture("llama2_lora_valid.yaml")});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QCOMPARE(r.out, QString("Config is well-formed!\n"));
+  }
+
+  void validateTypoInNestedKey() {
+    Result r = run({"validate", fixture("typo_nested.yaml")});
+    QCOMPARE(r.code, 1);
+    // Line 41, column 3 of the fixture: "  log_dri: ${output_dir}/logs".
+    QString expected = fixture("typo_nested.yaml") + ":41:3: unknown key 'log_dri' in metric_logger (did you mean 'log_dir'?)";
+    QVERIFY2(r.err.contains(expected), qPrintable(r.err));
+    QVERIFY(!r.out.contains("well-formed"));
+  }
+
+  void validateReportsEveryError() {
+    Result r = run({"validate", "--no-components", "--recipe", "full_finetune_single_device", fixture("errors_types.yaml")});
+    QCOMPARE(r.code, 1);
+    QCOMPARE(r.err.count('\n'), 13);  // all thirteen problems of the file, one per line
+    QVERIFY2(r.err.startsWith(fixture("errors_types.yaml") + ":4:8: "), qPrintable(r.err));
+  }
+
+  void validateWithOverrides() {
+    Result ok = run({"validate", "--no-components", fixture("llama2_lora_valid.yaml"), "batch_size=8",
+                     "optimizer.lr=1e-4", "~clip_grad_norm", "checkpointer.checkpoint_files=[a.safetensors,b.safetensors]"});
+    QVERIFY2(ok.code == 0, qPrintable(ok.err));
+    Result bad = run({"validate", "--no-components", fixture("llama2_lora_valid.yaml"), "batch_size=eight", "~nope"});
+    QCOMPARE(bad.code, 1);
+    QCOMPARE(bad.err, QString("override '~nope': cannot remove 'nope': the config has no key 'nope'\n"
+                              "override 'batch_size=eight': batch_size: expected an integer, got the string 'eight'\n"));
+  }
+
+  void validateSyntaxError() {
+    Result r = run({"validate", fixture("errors_syntax.yaml")});
+    QCOMPARE(r.code, 1);
+    QCOMPARE(r.err, fixture("errors_syntax.yaml") + ":4:10: YAML syntax error: illegal map value\n");
+  }
+
+  void validateMissingFile() {
+    expectOneLineError(run({"validate", "no/such/config.yaml"}), "no/such/config.yaml: no such file or bundled config");
+  }
+
+  void validateBundledByName() {
+    Result r = run({"validate", "--no-components", "llama2/7B_lora_single_device"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+  }
+
+  void ls() {
+    Result r = run({"ls"});
+    QCOMPARE(r.code, 0);
+    QStringList lines = r.out.split('\n');
+    QVERIFY(lines.value(0).startsWith("RECIPE"));
+    for (const char* name : {"llama2/7B_full_single_device", "llama3_2/1B_full_single_device", "llama3_1/8B_full_single_device",
+                             "mistral/7B_full_single_device"}) {
+      QVERIFY2(r.out.contains(name), name);
+    }
+    // Each config is listed under its recipe.
+    int lora = lines.indexOf(QRegularExpression("^lora_finetune_single_device\\b.*"));
+    int full = lines.indexOf(QRegularExpression("^full_finetune_single_device\\b.*"));
+    QVERIFY(lora >= 0 && full >= 0);
+    auto section = [&](int start) {
+      QStringList out;
+      for (int i = start; i < lines.size(); ++i) {
+        if (i > start && !lines[i].startsWith(' ')) break;
+        out << lines[i];
+      }
+      return out.join('\n');
+    };
+    QVERIFY2(section(lora).contains("llama2/7B_qlora_single_device"), qPrintable(r.out));
+    QVERIFY2(section(lora).contains("mistral/7B_lora_single_device"), qPrintable(r.out));
+    QVERIFY2(!section(lora).contains("7B_full_single_device"), qPrintable(r.out));
+    QVERIFY2(section(full).contains("llama3_1/8B_full_single_device"), qPrintable(r.out));
+  }
+
+  void cp() {
+    QTemporaryDir dir;
+    QString dst = dir.filePath("my_lora.yaml");
+    Result r = run({"cp", "llama2/7B_lora_single_device", dst});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QFile copied(dst), source(QString(TB_SOURCE_DIR) + "/configs/llama2/7B_lora_single_device.yaml");
+    QVERIFY(copied.open(QIODevice::ReadOnly) && source.open(QIODevice::ReadOnly));
+    QByteArray original = source.readAll();
+    QCOMPARE(copied.readAll(), original);
+    copied.close();
+
+    // Never overwrites unless asked.
+    QFile::resize(dst, 0);
+    expectOneLineError(run({"cp", "llama2/7B_lora_single_device", dst}), "already exists (use --force");
+    QCOMPARE(QFileInfo(dst).size(), qint64(0));
+    Result forced = run({"cp", "--force", "llama2/7B_lora_single_device", dst});
+    QCOMPARE(forced.code, 0);
+    QCOMPARE(QFileInfo(dst).size(), qint64(original.size()));
+
+    // .yaml is added, a folder receives the file under its own name, and no temporary file is left.
+    QCOMPARE(run({"cp", "mistral/7B_full_single_device", dir.filePath("plain")}).code, 0);
+    QVERIFY(QFileInfo::exists(dir.filePath("plain.yaml")));
+    QDir(dir.path()).mkdir("sub");
+    QCOMPARE(run({"cp", "mistral/7B_full_single_device", dir.filePath("sub")}).code, 0);
+    QVERIFY(QFileInfo::exists(dir.filePath("sub/7B_full_single_device.yaml")));
+    QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden).size(), 2);
+
+    expectOneLineError(run({"cp", "llama2/nope", dir.filePath("x.yaml")}), "no bundled config or file named 'llama2/nope'");
+    expectOneLineError(run({"cp", "llama2/7B_lora_single_device", dir.filePath("missing/x.yaml")}), "does not exist");
+  }
+
+  void runUnknownRecipe() {
+    Result r = run({"run", "full_finetune_multi_device", "--config", fixture("llama2_lora_valid.yaml")});
+    expectOneLineError(r, "unknown recipe 'full_finetune_multi_device' (known recipes: ");
+    for (const auto& recipe : tb::recipes()) QVERIFY2(r.err.contains(QString::fromStdString(recipe.name)), qPrintable(r.err));
+  }
+
+  void runBadConfigIsUserError() {
+    if (tb::recipes().empty()) QSKIP("no recipe is built in yet");
+    Result r = run({"run", QString::fromStdString(tb::recipes().front().name), "--config", fixture("errors_syntax.yaml")});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains(":4:10: YAML syntax error"), qPrintable(r.err));
+  }
+
+  void hooksNotYetAvailable_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::newRow("eval") << QStringList{"eval", "--config", "x.yaml"};
+    QTest::newRow("generate") << QStringList{"generate", "--config", "x.yaml", "--prompt", "hi"};
+    QTest::newRow("bench compile") << QStringList{"bench", "compile", "--config", "x.yaml", "--steps", "3"};
+  }
+  void hooksNotYetAvailable() {
+    QFETCH(QStringList, args);
+    expectOneLineError(run(args), "not available yet");
+  }
+
+  void closedStdoutIsNotASignal() {
+    // `tunebench-cli ls | head -0`: writing to a closed pipe must not kill it with SIGPIPE.
+    // The reader has exited before the writer starts, so the write hits a closed pipe; 141 would be SIGPIPE.
+    QProcess p;
+    p.start("/bin/sh", {"-c", "{ sleep 0.3; \"$0\" ls; echo status=$? >&2; } | true", cli_});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(QString::fromUtf8(p.readAllStandardError()).trimmed(), QString("status=0"));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "test_cli.moc"

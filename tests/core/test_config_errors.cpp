@@ -1,0 +1,185 @@
+// Every kind of config error, with the exact line and column (1-based, counted by hand from the
+// fixtures in tests/data/config/), all reported at once.
+#include <QtTest>
+
+#include "config/components.h"
+#include "config/config.h"
+#include "config/registry.h"
+
+using namespace tb::config;
+
+namespace {
+
+ArgSpec arg(const char* name, ArgType type, bool required = false, bool nullable = false, const char* def = "") {
+  ArgSpec a;
+  a.name = name;
+  a.type = type;
+  a.required = required;
+  a.nullable = nullable;
+  a.default_value = def;
+  return a;
+}
+
+ComponentSpec spec(const char* kind, const char* name, std::vector<std::string> aliases, std::vector<ArgSpec> args) {
+  ComponentSpec s;
+  s.kind = kind;
+  s.name = name;
+  s.aliases = std::move(aliases);
+  s.args = std::move(args);
+  return s;
+}
+
+// The same stand-in components as test_config.cpp.
+const Registry& test_registry() {
+  static const Registry r = [] {
+    Registry reg;
+    auto none = [](const Args&) { return 0; };
+    reg.add<int>(spec("model", "test.models.tiny", {"tiny"},
+                      {arg("dim", ArgType::Int, true), arg("n_layers", ArgType::Int, false, false, "2"),
+                       arg("lora_attn_modules", ArgType::StringList, false, false, "[q_proj, v_proj]"),
+                       arg("lora_rank", ArgType::Int, false, false, "8"), arg("dropout", ArgType::Float, false, true, "null")}),
+                 none);
+    reg.add<int>(spec("tokenizer", "test.tokenizer", {}, {arg("path", ArgType::Path, true), arg("max_seq_len", ArgType::Int, false, true, "null")}),
+                 none);
+    ArgSpec model_type = arg("model_type", ArgType::String, false, false, "LLAMA2");
+    model_type.choices = {"LLAMA2", "LLAMA3", "MISTRAL"};
+    reg.add<int>(spec("checkpointer", "test.checkpointer", {},
+                      {arg("checkpoint_dir", ArgType::Path, true, true), arg("checkpoint_files", ArgType::StringList, false, false, "[]"),
+                       arg("output_dir", ArgType::Path, true), model_type}),
+                 none);
+    reg.add<int>(spec("dataset", "test.datasets.alpaca", {"alpaca"},
+                      {arg("source", ArgType::String, false, false, "tatsu-lab/alpaca"), arg("packed", ArgType::Bool, false, false, "false")}),
+                 none);
+    reg.add<int>(spec("dataset", "test.datasets.synthetic", {}, {arg("seq_len", ArgType::Int, true), arg("num_samples", ArgType::Int, false, false, "64")}),
+                 none);
+    reg.add<int>(spec("optimizer", "test.optim.AdamW", {"AdamW"},
+                      {arg("lr", ArgType::Float, false, false, "0.001"), arg("weight_decay", ArgType::Float, false, false, "0.01"),
+                       arg("betas", ArgType::Any, false, false, "[0.9, 0.999]")}),
+                 none);
+    reg.add<int>(spec("lr_scheduler", "test.sched.cosine", {}, {arg("num_warmup_steps", ArgType::Int, true)}), none);
+    reg.add<int>(spec("loss", "test.loss.CE", {"CE"}, {}), none);
+    tb::training::register_components(reg);
+    return reg;
+  }();
+  return r;
+}
+
+}  // namespace
+
+class TestConfigErrors : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void errors_data() {
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QStringList>("expected");  // "line:col: message", in file order
+
+    QTest::newRow("yaml syntax") << "errors_syntax.yaml" << QStringList{"4:10: YAML syntax error: illegal map value"};
+
+    QTest::newRow("top level not a map")
+        << "errors_not_map.yaml"
+        << QStringList{"1:1: a config must be a map of keys (model:, optimizer:, ...), got a list"};
+
+    QTest::newRow("unknown keys and components")
+        << "errors_keys.yaml"
+        << QStringList{
+               "5:3: unknown key 'n_layer' in model (did you mean 'n_layers'?)",
+               "7:16: unknown component 'test.tokenizr' in tokenizer (did you mean 'test.tokenizer'?)",
+               "14:16: 'test.models.tiny' is a model component, but dataset needs a dataset",
+               "20:3: unknown key 'lerning_rate' in optimizer (did you mean 'lr'?)",
+               "22:16: unknown component 'torch.nn.MSELoss' in loss (known loss components: test.loss.CE)",
+               "23:1: unknown key 'log_every_n_step' (did you mean 'log_every_n_steps'?)",
+           };
+
+    QTest::newRow("wrong types")
+        << "errors_types.yaml"
+        << QStringList{
+               "4:8: model.dim: expected an integer, got the string '64' (quoted, so not a number or boolean)",
+               "5:22: model.lora_attn_modules: expected a list of strings, got the string 'q_proj'",
+               "6:12: model.dropout: expected a number, got the string 'high'",
+               "9:9: tokenizer.path: expected a path, got a list",
+               "14:15: checkpointer.model_type: expected one of LLAMA2, LLAMA3, MISTRAL, got 'LLAMA' (did you mean 'LLAMA2'?)",
+               "17:11: dataset.packed: expected true or false, got the string 'maybe'",
+               "18:13: batch_size: expected an integer, got the string 'two'",
+               "19:9: epochs: must be at least 1, got 0",
+               "20:10: shuffle: expected true or false, got the integer 1",
+               "21:8: dtype: expected one of fp32, bf16, got 'fp16'",
+               "27:17: clip_grad_norm: expected a number, got a list",
+               "28:31: enable_activation_offloading: expected true or false, got the string 'yes please'",
+               "29:22: max_steps_per_epoch: expected an integer, got the number 2.5",
+           };
+
+    QTest::newRow("missing required")
+        << "errors_missing.yaml"
+        << QStringList{
+               "1:1: missing required key 'loss' (e.g. torchtune.modules.loss.CEWithChunkedOutputLoss)",
+               "2:1: missing required key 'dim' in model (test.models.tiny)",
+               "5:1: missing required key 'path' in tokenizer (test.tokenizer)",
+               "8:1: missing '_component_' in checkpointer (which checkpointer to build)",
+               "13:12: dataset.seq_len: mandatory value '\?\?\?' is not set (set it with dataset.seq_len=...)",
+               "14:12: optimizer: expected a map with a '_component_' key naming the optimizer, got null",
+           };
+
+    QTest::newRow("interpolation")
+        << "errors_interpolation.yaml"
+        << QStringList{
+               "4:8: interpolation '${model.width}': key 'model.width' not found",
+               "7:9: interpolation '${output_dirr}': key 'output_dirr' not found (did you mean 'output_dir'?)",
+               "10:19: circular interpolation: checkpointer.checkpoint_dir -> metric_logger.log_dir -> "
+               "checkpointer.checkpoint_dir",
+               "11:15: unterminated interpolation in '${output_dir' (missing '}')",
+               "17:11: unknown resolver 'oc.nope' in '${oc.nope:x}' (only oc.env is supported)",
+           };
+
+    QTest::newRow("duplicates, recipe keys, lists, no-effect keys")
+        << "errors_misc.yaml"
+        << QStringList{
+               "5:3: duplicate key 'dim' (first set at line 4)",
+               "17:3: unknown key 'num_sample' in dataset[1] (did you mean 'num_samples'?)",
+               "24:1: 'save_adapter_weights_only' is only accepted by lora_finetune_single_device, not by "
+               "full_finetune_single_device",
+               "27:12: profiler.enabled: expected true or false, got the integer 1",
+           };
+  }
+
+  void errors() {
+    QFETCH(QString, file);
+    QFETCH(QStringList, expected);
+    const std::string path = std::string(TB_SOURCE_DIR) + "/tests/data/config/" + file.toStdString();
+    LoadOptions options;
+    options.recipe = "full_finetune_single_device";
+    options.registry = &test_registry();
+    LoadResult r = load_file(path, options);
+    QVERIFY(!r.ok());
+    QVERIFY(!r.config.has_value());
+    QStringList got;
+    for (const Diagnostic& d : r.diagnostics) {
+      QCOMPARE(d.file, path);  // every diagnostic names the file
+      got << QString::fromStdString(d.format()).mid(int(path.size()) + 1);
+    }
+    QCOMPARE(got, expected);
+  }
+
+  // Without component checks (validate --no-components) the shape is still checked, names are not.
+  void structureOnly() {
+    const std::string path = std::string(TB_SOURCE_DIR) + "/tests/data/config/errors_keys.yaml";
+    LoadOptions options;
+    options.recipe = "full_finetune_single_device";
+    options.validate_components = false;
+    LoadResult r = load_file(path, options);
+    QCOMPARE(r.diagnostics.size(), size_t(1));
+    QCOMPARE(r.diagnostics[0].format(), path + ":23:1: unknown key 'log_every_n_step' (did you mean 'log_every_n_steps'?)");
+  }
+
+  void nothingEscapes() {
+    // Odd inputs come back as diagnostics, never as exceptions.
+    for (const char* text : {"{", "a: [", ":", "- - -", "? [a]\n: b\n", "model: !!int x\n", "\t", "a: *undefined\n",
+                             "model: {_component_: [x]}\n", "dataset: [1, {}, null]\n"}) {
+      LoadResult r = load_text(text, "odd.yaml");
+      QVERIFY2(!r.ok(), text);
+      QVERIFY2(!r.diagnostics.empty(), text);
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TestConfigErrors)
+#include "test_config_errors.moc"
