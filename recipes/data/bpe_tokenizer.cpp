@@ -198,14 +198,12 @@ std::shared_ptr<BpeTokenizer> BpeTokenizer::from_hf_json(const std::string& json
 
   tok->ignore_merges_ = model.value("ignore_merges", false);
   if (!model.contains("vocab") || !model["vocab"].is_object()) throw fail("model has no 'vocab' object");
-  int64_t max_id = -1;
   std::string bytes;
   for (const auto& [token, id_json] : model["vocab"].items()) {
     const int64_t id = id_json.get<int64_t>();
     if (id < 0) throw fail("negative id for token '" + token + "'");
     if (!byte_level_to_bytes(token, &bytes)) throw fail("vocabulary entry '" + token + "' is not byte-level");
     tok->vocab_[bytes] = id;
-    max_id = std::max(max_id, id);
     if (static_cast<int64_t>(tok->id_bytes_.size()) <= id) tok->id_bytes_.resize(id + 1);
     tok->id_bytes_[id] = bytes;
   }

@@ -64,6 +64,7 @@ class BpeTokenizer : public Tokenizer {
   TokenizedMessages tokenize_messages(const std::vector<Message>& messages,
                                       bool add_end_tokens = true) const override;
 
+  std::string id_to_token(int64_t id) const override { return id_to_bytes(id); }
   // Id of a vocabulary entry (raw bytes) or an added token's content.
   std::optional<int64_t> token_to_id(const std::string& token) const;
   // Raw bytes of an id (an added token's content for added tokens).

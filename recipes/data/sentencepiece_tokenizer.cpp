@@ -6,8 +6,19 @@
 
 namespace tb::data {
 
+namespace {
+// Checked before the model is loaded, so that a bad option cannot leak it.
+void check(const SentencePieceOptions& options) {
+  if (options.truncation_type != "left" && options.truncation_type != "right")
+    throw std::invalid_argument("truncation_type must be 'left' or 'right', got '" + options.truncation_type + "'");
+  if (options.max_seq_len && *options.max_seq_len < 1)
+    throw std::invalid_argument("max_seq_len must be at least 1, got " + std::to_string(*options.max_seq_len));
+}
+}  // namespace
+
 std::shared_ptr<SentencePieceTokenizer> SentencePieceTokenizer::from_file(const std::string& path,
                                                                            const SentencePieceOptions& options) {
+  check(options);
   const auto& lib = SentencePieceLibrary::get();
   char* error = nullptr;
   tb_spm_model* model = lib.load_file(path.c_str(), &error);
@@ -17,6 +28,7 @@ std::shared_ptr<SentencePieceTokenizer> SentencePieceTokenizer::from_file(const 
 
 std::shared_ptr<SentencePieceTokenizer> SentencePieceTokenizer::from_bytes(const std::string& serialized_model,
                                                                             const SentencePieceOptions& options) {
+  check(options);
   const auto& lib = SentencePieceLibrary::get();
   char* error = nullptr;
   tb_spm_model* model = lib.load_bytes(serialized_model.data(), serialized_model.size(), &error);

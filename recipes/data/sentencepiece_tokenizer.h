@@ -50,6 +50,7 @@ class SentencePieceTokenizer : public Tokenizer {
   TokenizedMessages tokenize_messages(const std::vector<Message>& messages,
                                       bool add_end_tokens = true) const override;
 
+  std::string id_to_token(int64_t id) const override { return id_to_piece(id); }
   std::string id_to_piece(int64_t id) const;  // throws std::out_of_range outside the vocabulary
   int64_t piece_to_id(const std::string& piece) const;  // unk_id() when absent
   bool is_control(int64_t id) const;

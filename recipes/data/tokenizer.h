@@ -73,6 +73,9 @@ class Tokenizer {
   virtual int64_t eos_id() const = 0;
   virtual int64_t pad_id() const = 0;  // used for padded inputs (labels are padded with -100)
   virtual int64_t vocab_size() const = 0;
+  // How one token reads, for previews: the SentencePiece piece ("\u2581the", "<0x0A>", "<s>") or the BPE
+  // token's bytes / added token's text. Throws std::out_of_range outside the vocabulary.
+  virtual std::string id_to_token(int64_t id) const = 0;
   // Tokens that end generation (EOS, and for Llama 3 also <|eot_id|>, <|eom_id|>).
   virtual std::vector<int64_t> stop_tokens() const { return {eos_id()}; }
 
