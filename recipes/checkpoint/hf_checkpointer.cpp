@@ -247,7 +247,19 @@ LoadReport FullModelHFCheckpointer::load_into(torch::nn::Module& model, const mo
   } else {
     report.warnings.push_back(dir + " has no config.json; assuming the model's architecture");
   }
-  const auto state = checkpoint::load_model_state(dir, options_.checkpoint_files, ckpt_args.value_or(args));
+  auto state = checkpoint::load_model_state(dir, options_.checkpoint_files, ckpt_args.value_or(args));
+  // A tied model can take an untied checkpoint whose lm_head equals the embedding, and an untied model
+  // a tied checkpoint (the output projection starts as a copy of the embedding).
+  const auto out = state.find("output.weight"), emb = state.find("tok_embeddings.weight");
+  if (args.tie_word_embeddings && out != state.end()) {
+    if (emb == state.end() || !torch::equal(out->second, emb->second))
+      throw std::runtime_error(dir + ": the checkpoint has its own lm_head.weight but the model ties it to the "
+                               "embedding; use an untied model (e.g. tunebench.models.from_hf_config)");
+    state.erase(out);
+  } else if (!args.tie_word_embeddings && out == state.end() && emb != state.end()) {
+    state["output.weight"] = emb->second;
+    report.warnings.push_back("the checkpoint ties lm_head to the embedding; the untied model starts with a copy");
+  }
   copy_into_model(model, state, dir);
   report.message = "loaded " + std::to_string(state.size()) + " tensors from " + dir;
   return report;

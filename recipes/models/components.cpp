@@ -45,8 +45,8 @@ const std::vector<Preset>& presets() {
       {"torchtune.models.llama3_2.", "llama3_2_1b", "Llama 3.2 1B (tied embeddings, rope scaling 32)"},
       {"torchtune.models.llama3_1.", "llama3_1_8b", "Llama 3.1 8B (rope scaling 8)"},
       {"torchtune.models.mistral.", "mistral_7b", "Mistral 7B (full attention, no sliding window)"},
-      {"tunebench.models.", "llama2_stories15m", "llama2.c stories15M: dim 288, 6 layers, 6 heads"},
-      {"tunebench.models.", "llama2_stories110m", "llama2.c stories110M: dim 768, 12 layers, 12 heads"},
+      {"tunebench.models.", "llama2_stories15m", "llama2.c stories15M: dim 288, 6 layers, 6 heads, tied embeddings"},
+      {"tunebench.models.", "llama2_stories110m", "llama2.c stories110M: dim 768, 12 layers, 12 heads, tied embeddings"},
       {"tunebench.models.", "llama_tiny_test", "tiny test model: dim 64, 2 layers, 4 heads, 2 kv heads, vocab 512"},
   };
   return all;

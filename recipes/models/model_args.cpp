@@ -109,8 +109,17 @@ ModelArgs llama3_1_8b_args() {
   return a;
 }
 ModelArgs mistral_7b_args() { return make(32000, 32, 32, 8, 4096, 32768, 14336); }
-ModelArgs llama2_stories15m_args() { return make(32000, 6, 6, 6, 288, 256, 768); }
-ModelArgs llama2_stories110m_args() { return make(32000, 12, 12, 12, 768, 1024, 2048); }
+// llama2.c ties the classifier to the embedding (15.19M and 109.53M parameters).
+ModelArgs llama2_stories15m_args() {
+  ModelArgs a = make(32000, 6, 6, 6, 288, 256, 768);
+  a.tie_word_embeddings = true;
+  return a;
+}
+ModelArgs llama2_stories110m_args() {
+  ModelArgs a = make(32000, 12, 12, 12, 768, 1024, 2048);
+  a.tie_word_embeddings = true;
+  return a;
+}
 ModelArgs llama_tiny_test_args() { return make(512, 2, 4, 2, 64, 256, 128); }
 
 const std::vector<std::string>& preset_names() {

@@ -56,10 +56,16 @@ TransformerDecoderImpl::TransformerDecoderImpl(const ModelArgs& a, const LinearF
   const AttentionDims dims{dim, a.num_heads, a.num_kv_heads, hd};
   for (int64_t i = 0; i < a.num_layers; ++i) {
     auto site = [&](const char* name, int64_t in, int64_t out) { return checked(factory, {name, i, in, out}); };
-    MultiHeadAttention attn(dims, site("q_proj", dim, a.num_heads * hd), site("k_proj", dim, kv_dim),
-                            site("v_proj", dim, kv_dim), site("output_proj", a.num_heads * hd, dim));
-    FeedForward mlp(site("w1", dim, a.intermediate_dim), site("w2", a.intermediate_dim, dim),
-                    site("w3", dim, a.intermediate_dim));
+    // One statement each: the factory sees the projections in a fixed order (argument order is unspecified).
+    auto q = site("q_proj", dim, a.num_heads * hd);
+    auto k = site("k_proj", dim, kv_dim);
+    auto v = site("v_proj", dim, kv_dim);
+    auto o = site("output_proj", a.num_heads * hd, dim);
+    auto w1 = site("w1", dim, a.intermediate_dim);
+    auto w2 = site("w2", a.intermediate_dim, dim);
+    auto w3 = site("w3", dim, a.intermediate_dim);
+    MultiHeadAttention attn(dims, std::move(q), std::move(k), std::move(v), std::move(o));
+    FeedForward mlp(std::move(w1), std::move(w2), std::move(w3));
     TransformerSelfAttentionLayer layer(std::move(attn), std::move(mlp), dim, a.norm_eps);
     layers->push_back(layer);
     layers_.push_back(layer);
