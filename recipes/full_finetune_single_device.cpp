@@ -45,9 +45,7 @@ class FullFinetuneRecipeSingleDevice {
     batch_size_ = cfg_.get_int("batch_size", 1);
     epochs_ = cfg_.get_int("epochs", 1);
     grad_accum_ = std::max<int64_t>(1, cfg_.get_int("gradient_accumulation_steps", 1));
-    max_steps_per_epoch_ = cfg_.at("max_steps_per_epoch").IsDefined() && !cfg_.at("max_steps_per_epoch").IsNull()
-                               ? cfg_.get_int("max_steps_per_epoch", -1)
-                               : -1;
+    max_steps_per_epoch_ = cfg_.get_int("max_steps_per_epoch", -1);  // null: whole epochs
     log_every_ = std::max<int64_t>(1, cfg_.get_int("log_every_n_steps", 1));
     save_every_ = cfg_.get_int("save_every_n_steps", 0);
     clip_grad_norm_ = cfg_.get_float("clip_grad_norm", 0.0);
@@ -91,9 +89,9 @@ class FullFinetuneRecipeSingleDevice {
     steps_per_epoch_ = loader_->batches_per_epoch() / grad_accum_;
     if (max_steps_per_epoch_ >= 0) steps_per_epoch_ = std::min(steps_per_epoch_, max_steps_per_epoch_);
     total_steps_ = epochs_ * steps_per_epoch_;
-    if (cfg_.at("lr_scheduler").IsMap())
+    if (has_component("lr_scheduler"))
       lr_lambda_ = registry_.build<training::LrScheduleFactory>(cfg_.at("lr_scheduler"))(total_steps_);
-    loss_ = cfg_.at("loss").IsMap() ? registry_.build<training::LossSpec>(cfg_.at("loss")) : training::LossSpec{};
+    loss_ = has_component("loss") ? registry_.build<training::LossSpec>(cfg_.at("loss")) : training::LossSpec{};
 
     if (!resume_dir_.empty()) {
       const auto state = training::load_recipe_state(resume_dir_, *optimizer_);
@@ -235,6 +233,12 @@ class FullFinetuneRecipeSingleDevice {
     if (auto newest = training::newest_complete_checkpoint(output_dir_)) return newest->path;
     throw std::runtime_error("resume_from_checkpoint is true but " + output_dir_ +
                              " holds no complete checkpoint (and checkpointer.checkpoint_dir is not one)");
+  }
+
+  // yaml-cpp throws when asked the type of an absent node, so ask whether it exists first.
+  bool has_component(const std::string& key) const {
+    const YAML::Node node = cfg_.at(key);
+    return node.IsDefined() && node.IsMap();
   }
 
   void apply_schedule() {

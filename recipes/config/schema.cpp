@@ -73,7 +73,7 @@ std::vector<KeySpec> build_schema() {
       value(         "shuffle",                      T::Bool,  kOptional, "true",  "shuffle the dataset each epoch"),
       at_least(value("batch_size",                   T::Int,   kRequired, "",      "samples per micro-batch"), 1),
       at_least(value("epochs",                       T::Int,   kRequired, "",      "passes over the dataset"), 1),
-      nullable(at_least(value("max_steps_per_epoch", T::Int,   kOptional, "null",  "cap on optimizer steps per epoch"), 1)),
+      nullable(at_least(value("max_steps_per_epoch", T::Int,   kOptional, "null",  "cap on optimizer steps per epoch; 0 saves without training"), 0)),
       at_least(value("gradient_accumulation_steps",  T::Int,   kOptional, "1",     "micro-batches per optimizer step"), 1),
       nullable(value("clip_grad_norm",               T::Float, kOptional, "null",  "max gradient norm; null = no clipping")),
 

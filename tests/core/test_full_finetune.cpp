@@ -42,7 +42,7 @@ struct CollectingLogger : tb::training::MetricLogger {
 
 QString runPython(const QStringList& args) {
   QProcess p;
-  p.start("python3", args);
+  p.start(TB_PYTHON, args);
   if (!p.waitForFinished(300000) || p.exitCode() != 0) return {};
   return QString::fromUtf8(p.readAllStandardOutput()).trimmed().split('\n').last();
 }
@@ -90,7 +90,7 @@ class TestFullFinetune : public QObject {
  private Q_SLOTS:
   void initTestCase() {
     QVERIFY(tmp_.isValid());
-    if (QStandardPaths::findExecutable("python3").isEmpty()) QSKIP("python3 with torch is needed for the reference");
+    QVERIFY2(QString(TB_PYTHON).size() > 0, "python3 with python3-torch is needed for the reference (scripts/setup.sh installs it)");
     const QString script = TB_SOURCE_DIR "/tests/reference/hf_llama_reference.py";
     QVERIFY2(!runPython({script, "make", tmp_.filePath("ref")}).isEmpty(), "the reference checkpoint script failed");
     base_ = tmp_.filePath("ref/fp32_gqa");
