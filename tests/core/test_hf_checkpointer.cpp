@@ -378,6 +378,13 @@ class TestHfCheckpointer : public QObject {
     const double loss = next_token_loss(model->forward(tokens), tokens);
     const double expected = read_json(folder + "/expected.json")["loss"].get<double>();
     QVERIFY2(std::abs(loss - expected) > 1e-3 * expected, qPrintable(QString::number(loss)));
+    // Likewise the default rope_theta instead of the checkpoint's 31337.
+    auto wrong_theta = args;
+    wrong_theta.rope_base = 10000.0;
+    auto model2 = models::build_decoder(wrong_theta);
+    copy_into_model(*model2, load_model_state(folder.toStdString(), {}, args), "theta");
+    const double loss2 = next_token_loss(model2->forward(tokens), tokens);
+    QVERIFY2(std::abs(loss2 - expected) > 1e-4 * expected, qPrintable(QString::number(loss2)));
   }
 
   void savedFolderIsBitwiseTheReferenceAndLoadsThere_data() {
