@@ -3,10 +3,13 @@
 // (scripts/screenshots.sh).
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QDir>
+#include <QFileInfo>
 
 #include <iostream>
 
 #include "MainWindow.h"
+#include "config/config.h"
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
@@ -26,6 +29,11 @@ int main(int argc, char** argv) {
   const QCommandLineOption screenshot("screenshot", "Save PNGs of the window (and each tab) when quitting.", "file.png");
   parser.addOptions({config, useDefault, autostart, quitAfter, screenshot});
   parser.process(app);
+
+  // Bundled configs name their files relative to the repository root or the share folder: started
+  // from elsewhere (a desktop launcher), work from the share folder so the embedded default runs.
+  const QString share = QString::fromStdString(tb::config::share_dir());
+  if (!QFileInfo::exists("resources") && QFileInfo::exists(share + "/resources")) QDir::setCurrent(share);
 
   tb::ui::StartupOptions options;
   options.config = parser.value(config);

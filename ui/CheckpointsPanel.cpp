@@ -35,6 +35,9 @@ CheckpointsPanel::CheckpointsPanel(QWidget* parent)
   reload_->setToolTip("Continue this run from the selected checkpoint: weights, optimizer, schedule, data position");
   newRun_->setToolTip("A fresh fine-tune (step 1, new optimizer) that starts from the selected weights");
   auto* refreshButton = new QPushButton("Refresh", this);
+  reload_->setObjectName("reloadButton");
+  newRun_->setObjectName("newRunButton");
+  openFolder_->setObjectName("openFolderButton");
 
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(reload_);

@@ -40,6 +40,7 @@ class ConfigDocument : public QObject {
   Q_OBJECT
  public:
   enum class Origin { Load, Form, Text };
+  Q_ENUM(Origin)
   explicit ConfigDocument(QObject* parent = nullptr);
 
   // ---- loading and saving ---------------------------------------------------------------------------

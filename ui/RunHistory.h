@@ -3,6 +3,7 @@
 #pragma once
 
 #include <QDateTime>
+#include <QMetaType>
 #include <QString>
 #include <QStringList>
 #include <QVector>
@@ -50,3 +51,5 @@ struct CheckpointEntry {
 QVector<CheckpointEntry> scanCheckpoints(const QString& outputDir);
 
 }  // namespace tb::ui
+
+Q_DECLARE_METATYPE(tb::ui::CheckpointEntry)

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Real-window check: starts build/bin/tunebench under Xvfb on the embedded default, lets it train a few
+# steps, stops (saving a checkpoint), and saves screenshots of each tab to docs/screenshots/.
+#   scripts/screenshots.sh [steps]      default 6 steps
+# Needs the xvfb package (xvfb-run) and a build in build/. Run from anywhere; it works in the repo root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+steps=${1:-6}
+app=${TUNEBENCH_APP:-build/bin/tunebench}
+out=docs/screenshots
+[ -x "$app" ] || { echo "screenshots.sh: $app not found: build first (scripts/setup.sh build)" >&2; exit 1; }
+command -v xvfb-run >/dev/null || { echo "screenshots.sh: xvfb-run not found: apt-get install xvfb xauth" >&2; exit 1; }
+mkdir -p "$out"
+
+# A scratch settings folder: the screenshots show the embedded default, not this user's last setup.
+settings=$(mktemp -d)
+trap 'rm -rf "$settings"' EXIT
+export XDG_CONFIG_HOME="$settings"
+
+echo "==> $app --default --autostart --quit-after-steps $steps --screenshot $out/tunebench.png (under Xvfb)"
+timeout 900 xvfb-run -a -s "-screen 0 1600x1000x24" \
+  "$app" --default --autostart --quit-after-steps "$steps" --screenshot "$out/tunebench.png"
+ls -l "$out"/tunebench*.png

@@ -1,0 +1,144 @@
+// The model facts the setup panel shows: a Hugging Face config.json read into an architecture, the
+// parameter count against published figures and hand counts, and the memory estimate's terms.
+#include <QComboBox>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "ConfigDocument.h"
+#include "ModelInfo.h"
+#include "RunSetupPanel.h"
+
+using tb::ui::RecipeKind;
+
+namespace {
+// The published Llama-2-7b-hf config.json, abridged to the fields that shape the model.
+const char* kLlama2_7b = R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":4096,
+  "intermediate_size":11008,"num_attention_heads":32,"num_hidden_layers":32,"num_key_value_heads":32,
+  "vocab_size":32000,"max_position_embeddings":4096,"rms_norm_eps":1e-05,"tie_word_embeddings":false})";
+
+// dim 64, 2 layers, 4 heads (head_dim 16), 2 kv heads (kv dim 32), hidden 128, vocab 512, untied.
+tb::models::ModelArgs tiny() {
+  tb::models::ModelArgs a;
+  a.vocab_size = 512;
+  a.num_layers = 2;
+  a.num_heads = 4;
+  a.num_kv_heads = 2;
+  a.embed_dim = 64;
+  a.intermediate_dim = 128;
+  a.max_seq_len = 128;
+  a.tie_word_embeddings = false;
+  return a;
+}
+// By hand: per layer q 64*64 + k 64*32 + v 64*32 + o 64*64 = 12288, mlp 3*64*128 = 24576, two norms 128
+// -> 36992; x2 layers = 73984; embedding 32768 + output 32768 + final norm 64.
+constexpr int64_t kTinyParams = 139584;
+
+void writeFile(const QString& path, const QByteArray& content) {
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write(content);
+}
+}  // namespace
+
+class TestModelInfo : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void readsHfConfigJson() {
+    QTemporaryDir dir;
+    writeFile(dir.filePath("config.json"), kLlama2_7b);
+    QString error;
+    const auto args = tb::ui::modelArgsFromHfFolder(dir.path(), &error);
+    QVERIFY2(args, qPrintable(error));
+    QCOMPARE(args->embed_dim, int64_t(4096));
+    QCOMPARE(args->num_kv_heads, int64_t(32));
+    QCOMPARE(args->max_seq_len, int64_t(4096));
+    // Meta's Llama 2 7B: 6,738,415,616 parameters.
+    QCOMPARE(args->parameter_count(), int64_t(6738415616));
+    QCOMPARE(tb::ui::hfModelType(QJsonDocument::fromJson(kLlama2_7b).object()), QString("LLAMA2"));
+  }
+
+  void reportsBadConfigJson_data() {
+    QTest::addColumn<QByteArray>("json");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("missing field") << QByteArray(R"({"num_hidden_layers":2})") << "missing or non-numeric 'hidden_size'";
+    QTest::newRow("not json") << QByteArray("{oops") << "not a JSON object";
+  }
+  void reportsBadConfigJson() {
+    QFETCH(QByteArray, json);
+    QFETCH(QString, message);
+    QTemporaryDir dir;
+    writeFile(dir.filePath("config.json"), json);
+    QString error;
+    QVERIFY(!tb::ui::modelArgsFromHfFolder(dir.path(), &error));
+    QVERIFY2(error.contains(message), qPrintable(error));
+    QVERIFY2(error.contains(dir.filePath("config.json")), qPrintable(error));
+  }
+
+  void estimatesFullFineTune() {
+    QCOMPARE(tiny().parameter_count(), kTinyParams);
+    const auto e = tb::ui::estimateMemory(tiny(), RecipeKind::Full, "fp32", {}, 1, 16);
+    QCOMPARE(e.totalParams, kTinyParams);
+    QCOMPARE(e.trainableParams, kTinyParams);
+    QCOMPARE(e.weightBytes, 4.0 * kTinyParams);
+    QCOMPARE(e.gradientBytes, 4.0 * kTinyParams);
+    QCOMPARE(e.optimizerBytes, 8.0 * kTinyParams);  // AdamW: exp_avg and exp_avg_sq
+    const auto bf16 = tb::ui::estimateMemory(tiny(), RecipeKind::Full, "bf16", {}, 1, 16);
+    QCOMPARE(bf16.weightBytes + bf16.gradientBytes + bf16.optimizerBytes, 8.0 * kTinyParams);
+  }
+
+  void estimatesLoraAndQlora() {
+    tb::ui::LoraTargets t;
+    t.attnModules = {"q_proj", "v_proj"};
+    t.mlp = true;
+    t.rank = 8;
+    // Adapters per layer: q 8*(64+64) + v 8*(64+32) + w1 8*(64+128) + w2 8*(128+64) + w3 8*(64+128) = 6400.
+    const int64_t adapters = 2 * 6400;
+    const auto lora = tb::ui::estimateMemory(tiny(), RecipeKind::Lora, "fp32", t, 1, 16);
+    QCOMPARE(lora.adapterParams, adapters);
+    QCOMPARE(lora.trainableParams, adapters);
+    QCOMPARE(lora.weightBytes, 4.0 * (kTinyParams + adapters));
+    QCOMPARE(lora.gradientBytes, 4.0 * adapters);
+    QCOMPARE(lora.optimizerBytes, 8.0 * adapters);
+    // QLoRA: the targeted base linears (q 4096 + v 2048 + mlp 24576 per layer) in NF4.
+    const int64_t quantized = 2 * (4096 + 2048 + 24576);
+    const auto q = tb::ui::estimateMemory(tiny(), RecipeKind::Qlora, "bf16", t, 1, 16);
+    QCOMPARE(q.quantizedParams, quantized);
+    const double nf4 = 0.5 + 1.0 / 64 + 4.0 / (64 * 256);
+    QCOMPARE(q.weightBytes, quantized * nf4 + 2.0 * (kTinyParams - quantized) + 2.0 * adapters);
+    QCOMPARE(q.gradientBytes, 2.0 * adapters);
+    QVERIFY(q.weightBytes < lora.weightBytes / 2);
+  }
+
+  void openModelFolderPointsTheConfigAtIt() {
+    QTemporaryDir dir;
+    writeFile(dir.filePath("config.json"), kLlama2_7b);
+    writeFile(dir.filePath("model-00001-of-00002.safetensors"), "x");
+    writeFile(dir.filePath("model-00002-of-00002.safetensors"), "x");
+    writeFile(dir.filePath("tokenizer.model"), "x");
+    tb::ui::ConfigDocument doc;
+    doc.loadText("model:\n  _component_: tunebench.models.lora_llama2_stories15m\n  lora_rank: 4\n"
+                 "  lora_attn_modules: [q_proj, v_proj]\ncheckpointer:\n  _component_: FullModelHFCheckpointer\n"
+                 "  checkpoint_dir: null\ntokenizer:\n  _component_: x\n  path: old.model\nbatch_size: 1\n",
+                 {}, {});
+    tb::ui::RunSetupPanel panel(&doc);
+    QString error;
+    QVERIFY2(panel.openModelFolder(dir.path(), &error), qPrintable(error));
+    QCOMPARE(doc.scalar("model._component_"), QString("tunebench.models.lora_from_hf_config"));
+    QCOMPARE(doc.scalar("model.path"), QDir(dir.path()).absolutePath());
+    QCOMPARE(doc.scalar("model.lora_rank"), QString("4"));  // LoRA settings stay
+    QCOMPARE(doc.scalar("checkpointer.checkpoint_dir"), QDir(dir.path()).absolutePath());
+    QCOMPARE(doc.value("checkpointer.checkpoint_files").size(), size_t(2));
+    QCOMPARE(doc.scalar("checkpointer.model_type"), QString("LLAMA2"));
+    QCOMPARE(doc.scalar("tokenizer.path"), dir.filePath("tokenizer.model"));
+    QVERIFY2(panel.modelInfoText().contains("dim 4096 · 32 layers"), qPrintable(panel.modelInfoText()));
+    QVERIFY2(panel.memoryText().contains("Parameters: 6.74 B"), qPrintable(panel.memoryText()));
+    // LoRA rank 4 on q, v of 32 layers: 32 * 4 * (4096+4096) * 2 = 2,097,152 adapters.
+    QVERIFY2(panel.memoryText().contains("LoRA adapters: 2.1 M"), qPrintable(panel.memoryText()));
+  }
+};
+
+QTEST_MAIN(TestModelInfo)
+#include "test_model_info.moc"

@@ -1,0 +1,270 @@
+// Background training with the real recipe on the embedded default: metrics arrive as queued signals,
+// Stop ends with status stopped (and a complete checkpoint), Pause holds, Reload resumes at the
+// checkpoint's step, and the GUI thread keeps answering while the worker trains. Every test that needs
+// a run skips until full_finetune_single_device is built in: no recipe is faked here.
+#include <QElapsedTimer>
+#include <QFile>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+
+#include "ConfigDocument.h"
+#include "LivePlot.h"
+#include "MainWindow.h"
+#include "RunHistory.h"
+#include "TrainingController.h"
+#include "recipe.h"
+
+using tb::ui::RunState;
+using tb::ui::TrainingController;
+
+namespace {
+constexpr const char* kRecipe = "full_finetune_single_device";
+constexpr int kStepTimeoutMs = 180000;
+
+#define REQUIRE_RECIPE()                                                                               \
+  do {                                                                                                 \
+    if (!tb::find_recipe(kRecipe)) QSKIP("full_finetune_single_device is not built into this version yet"); \
+    if (tb::config::find_config(tb::ui::kEmbeddedDefaultConfig).empty())                               \
+      QSKIP("the embedded default tiny/full_single_device is not bundled yet");                        \
+  } while (0)
+
+// The embedded default, made short: `steps` optimizer steps, a checkpoint every `saveEvery`, one thread
+// (the other core stays with the GUI thread), everything written under `outputDir`.
+void shortRun(tb::ui::ConfigDocument& doc, const QString& outputDir, int steps, int saveEvery = 0) {
+  QVERIFY(doc.loadBundled(tb::ui::kEmbeddedDefaultConfig));
+  QVector<tb::ui::ConfigEdit> edits = {tb::ui::ConfigEdit::set("output_dir", YAML::Node(outputDir.toStdString())),
+                                       tb::ui::ConfigEdit::scalar("epochs", "1"),
+                                       tb::ui::ConfigEdit::scalar("max_steps_per_epoch", QString::number(steps)),
+                                       tb::ui::ConfigEdit::scalar("log_every_n_steps", "1"),
+                                       tb::ui::ConfigEdit::scalar("num_threads", "1")};
+  if (saveEvery > 0) edits << tb::ui::ConfigEdit::scalar("save_every_n_steps", QString::number(saveEvery));
+  doc.apply(edits);
+}
+
+tb::config::Config validConfig(const tb::ui::ConfigDocument& doc) {
+  const auto result = doc.validate();
+  for (const auto& d : result.diagnostics) qWarning("%s", d.format().c_str());
+  return result.ok() ? *result.config : tb::config::Config{};
+}
+
+QList<nlohmann::json> metricLines(const QString& outputDir) {
+  QList<nlohmann::json> out;
+  QFile f(tb::ui::metricsFileOf(outputDir));
+  if (!f.open(QIODevice::ReadOnly)) return out;
+  while (!f.atEnd()) {
+    const QByteArray line = f.readLine().trimmed();
+    if (!line.isEmpty()) out << nlohmann::json::parse(line.toStdString());
+  }
+  return out;
+}
+}  // namespace
+
+class TestTrainingController : public QObject {
+  Q_OBJECT
+  QTemporaryDir settingsDir_;
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QCoreApplication::setOrganizationName("TunebenchTest");
+    QCoreApplication::setApplicationName("test_training_controller");
+    QSettings::setDefaultFormat(QSettings::IniFormat);
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, settingsDir_.path());
+  }
+
+  void refusesARecipeThatIsNotBuiltIn() {
+    TrainingController controller;
+    QSignalSpy states(&controller, &TrainingController::stateChanged);
+    QString error;
+    QVERIFY(!controller.start(tb::config::Config{}, "no_such_recipe", &error));
+    QVERIFY2(error.contains("not built into this version"), qPrintable(error));
+    QCOMPARE(controller.state(), RunState::Idle);
+    QCOMPARE(states.count(), 0);
+  }
+
+  void runDeliversMetrics() {
+    REQUIRE_RECIPE();
+    QTemporaryDir out;
+    tb::ui::ConfigDocument doc;
+    shortRun(doc, out.path(), 3);
+    const auto config = validConfig(doc);
+    QVERIFY(config.root.IsDefined());
+    TrainingController controller;
+    QSignalSpy steps(&controller, &TrainingController::stepLogged);
+    QSignalSpy finished(&controller, &TrainingController::finished);
+    QString error;
+    QVERIFY2(controller.start(config, kRecipe, &error), qPrintable(error));
+    QCOMPARE(controller.state(), RunState::Running);
+    QVERIFY(steps.wait(kStepTimeoutMs));
+    QVERIFY(finished.count() == 1 || finished.wait(kStepTimeoutMs));
+    QCOMPARE(controller.state(), RunState::Completed);
+    QCOMPARE(steps.count(), 3);
+    for (int i = 0; i < steps.count(); ++i) {
+      const auto m = steps.at(i).first().value<tb::training::StepMetrics>();
+      QCOMPARE(m.step, int64_t(i + 1));
+      QVERIFY(std::isfinite(m.loss) && m.loss > 0);
+      QVERIFY(m.tokens_per_second > 0);
+      QVERIFY(m.step_time_s > 0);
+    }
+    // The same stream reached metrics.jsonl, ending with the end event.
+    const auto lines = metricLines(out.path());
+    QVERIFY(!lines.isEmpty());
+    QCOMPARE(QString::fromStdString(lines.last().value("event", "")), QString("end"));
+    QCOMPARE(QString::fromStdString(lines.last().value("status", "")), QString("completed"));
+  }
+
+  void windowRunFeedsThePlots() {
+    REQUIRE_RECIPE();
+    QTemporaryDir out;
+    tb::ui::StartupOptions options;
+    options.useDefault = true;
+    tb::ui::MainWindow w(options);
+    shortRun(*w.document(), out.path(), 4);
+    w.show();
+    QString error;
+    QVERIFY2(w.startRun(&error), qPrintable(error));
+    QSignalSpy finished(w.controller(), &TrainingController::finished);
+    QVERIFY(finished.wait(kStepTimeoutMs));
+    QTRY_COMPARE_WITH_TIMEOUT(w.livePlot()->pointCount(0), 4, 2000);
+    QCOMPARE(w.progressBar()->value(), 4);
+    QCOMPARE(w.controller()->state(), RunState::Completed);
+  }
+
+  void stopEndsWithStatusStopped() {
+    REQUIRE_RECIPE();
+    QTemporaryDir out;
+    tb::ui::ConfigDocument doc;
+    shortRun(doc, out.path(), 1000);
+    TrainingController controller;
+    QSignalSpy steps(&controller, &TrainingController::stepLogged);
+    QSignalSpy finished(&controller, &TrainingController::finished);
+    QVERIFY(controller.start(validConfig(doc), kRecipe));
+    QVERIFY(steps.wait(kStepTimeoutMs));
+    controller.stop(true);
+    QCOMPARE(controller.state(), RunState::Stopping);
+    QVERIFY(finished.wait(kStepTimeoutMs));
+    QCOMPARE(controller.state(), RunState::Stopped);
+    QCOMPARE(finished.first().first().value<tb::ui::RunOutcome>().status, tb::RunStatus::Stopped);
+    QVERIFY2(steps.count() < 1000, "Stop did not stop the run");
+    const auto lines = metricLines(out.path());
+    QCOMPARE(QString::fromStdString(lines.last().value("status", "")), QString("stopped"));
+    // Saved on stop, complete.
+    const auto checkpoints = tb::ui::scanCheckpoints(out.path());
+    QVERIFY(!checkpoints.isEmpty());
+    QVERIFY(checkpoints.last().complete);
+  }
+
+  void pauseHoldsAndResumeContinues() {
+    REQUIRE_RECIPE();
+    QTemporaryDir out;
+    tb::ui::ConfigDocument doc;
+    shortRun(doc, out.path(), 1000);
+    TrainingController controller;
+    QSignalSpy steps(&controller, &TrainingController::stepLogged);
+    QVERIFY(controller.start(validConfig(doc), kRecipe));
+    QVERIFY(steps.wait(kStepTimeoutMs));
+    controller.pause();
+    QCOMPARE(controller.state(), RunState::Paused);
+    QTest::qWait(3000);  // the step in flight may still land
+    const int held = int(steps.count());
+    QTest::qWait(2000);
+    QCOMPARE(int(steps.count()), held);
+    controller.resume();
+    QCOMPARE(controller.state(), RunState::Running);
+    QVERIFY(steps.wait(kStepTimeoutMs));
+    QVERIFY(steps.count() > held);
+    controller.stop(false);
+    QVERIFY(controller.waitUntilFinished(kStepTimeoutMs));
+    QCOMPARE(controller.state(), RunState::Stopped);
+  }
+
+  void reloadResumesAtTheCheckpointStep() {
+    REQUIRE_RECIPE();
+    QTemporaryDir out;
+    tb::ui::StartupOptions options;
+    options.useDefault = true;
+    tb::ui::MainWindow w(options);
+    shortRun(*w.document(), out.path(), 4, 2);
+    QSignalSpy finished(w.controller(), &TrainingController::finished);
+    QSignalSpy steps(w.controller(), &TrainingController::stepLogged);
+    QVERIFY(w.startRun());
+    QVERIFY(finished.wait(kStepTimeoutMs));
+    QCOMPARE(steps.count(), 4);
+    const double lossAtStep3 = steps.at(2).first().value<tb::training::StepMetrics>().loss;
+    const auto checkpoints = tb::ui::scanCheckpoints(out.path());
+    const auto it = std::find_if(checkpoints.begin(), checkpoints.end(),
+                                 [](const auto& c) { return c.complete && c.step == 2; });
+    QVERIFY2(it != checkpoints.end(), "no complete step_2 checkpoint");
+    steps.clear();
+    finished.clear();
+    QString error;
+    QVERIFY2(w.reloadCheckpoint(*it, &error), qPrintable(error));
+    QVERIFY(finished.wait(kStepTimeoutMs));
+    QCOMPARE(w.controller()->state(), RunState::Completed);
+    QVERIFY(steps.count() >= 1);
+    const auto first = steps.first().first().value<tb::training::StepMetrics>();
+    QCOMPARE(first.step, int64_t(3));  // resumed at the checkpoint's step + 1
+    QVERIFY(first.resumed_before);
+    // A resume continues exactly: step 3 of the resumed run is step 3 of the first run.
+    QVERIFY2(std::abs(first.loss - lossAtStep3) <= 1e-5 * std::abs(lossAtStep3),
+             qPrintable(QString("resumed %1 vs %2").arg(first.loss).arg(lossAtStep3)));
+    // The live plot shows the history up to the checkpoint, then the resumed steps.
+    QTRY_COMPARE_WITH_TIMEOUT(w.livePlot()->pointCount(0), 4, 2000);
+  }
+
+  void guiThreadKeepsAnsweringDuringARun() {
+    REQUIRE_RECIPE();
+    QTemporaryDir out;
+    tb::ui::ConfigDocument doc;
+    shortRun(doc, out.path(), 6);
+    TrainingController controller;
+    QSignalSpy finished(&controller, &TrainingController::finished);
+    // A 10 ms ping on the GUI thread; latency = how late each tick comes.
+    QElapsedTimer clock;
+    qint64 last = 0, worst = 0, ticks = 0;
+    QTimer ping;
+    ping.setInterval(10);
+    ping.setTimerType(Qt::PreciseTimer);
+    connect(&ping, &QTimer::timeout, this, [&] {
+      const qint64 now = clock.elapsed();
+      worst = std::max(worst, now - last - 10);
+      last = now;
+      ++ticks;
+    });
+    QVERIFY(controller.start(validConfig(doc), kRecipe));
+    clock.start();
+    ping.start();
+    QVERIFY(finished.wait(kStepTimeoutMs));
+    ping.stop();
+    const double seconds = clock.elapsed() / 1000.0;
+    qInfo("GUI event loop during a %.1f s run: %lld ticks of 10 ms, worst latency %lld ms", seconds, ticks, worst);
+    QCOMPARE(controller.state(), RunState::Completed);
+    // Training on the GUI thread would starve the timer for whole steps.
+    QVERIFY2(worst < 500, qPrintable(QString("worst latency %1 ms").arg(worst)));
+    QVERIFY(ticks > seconds * 100 * 0.5);
+  }
+
+  void failureIsReportedWithItsMessage() {
+    REQUIRE_RECIPE();
+    QTemporaryDir out;
+    // A log folder under a regular file cannot be created: the run fails before its first step.
+    QFile blocker(out.filePath("file"));
+    QVERIFY(blocker.open(QIODevice::WriteOnly));
+    blocker.close();
+    tb::ui::ConfigDocument doc;
+    shortRun(doc, out.filePath("file/run"), 2);
+    const auto config = validConfig(doc);
+    if (!config.root.IsDefined()) QSKIP("the config system refuses this output_dir before the run");
+    TrainingController controller;
+    QSignalSpy finished(&controller, &TrainingController::finished);
+    QVERIFY(controller.start(config, kRecipe));
+    QVERIFY(finished.wait(kStepTimeoutMs));
+    QCOMPARE(controller.state(), RunState::Failed);
+    QVERIFY(!controller.stateMessage().isEmpty());
+  }
+};
+
+QTEST_MAIN(TestTrainingController)
+#include "test_training_controller.moc"
