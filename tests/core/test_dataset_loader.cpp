@@ -1,0 +1,184 @@
+// The data loader: epoch permutations against PyTorch's DistributedSampler order (python3-torch run as a
+// subprocess), drop_last, resuming from a saved cursor, and padded collation.
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include "data/batch_tensors.h"
+#include "data/dataloader.h"
+
+using tb::data::Batch;
+using tb::data::DataCursor;
+using tb::data::DataLoader;
+using tb::data::DataLoaderOptions;
+using tb::data::InMemoryDataset;
+using tb::data::kIgnoreIndex;
+using tb::data::Sample;
+using Ids = std::vector<int64_t>;
+
+namespace {
+
+QString python_with(const QString& module) {
+  QStringList candidates{QStandardPaths::findExecutable("python3")};
+  candidates << QStandardPaths::findExecutable("python3", {"/usr/bin", "/usr/local/bin"});
+  for (const auto& py : candidates) {
+    if (py.isEmpty()) continue;
+    QProcess p;
+    p.start(py, {"-c", "import " + module});
+    if (p.waitForFinished(60000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0) return py;
+  }
+  return {};
+}
+
+// Sample i holds (i+1) tokens of value 100+i, trained everywhere.
+std::shared_ptr<InMemoryDataset> numbered(size_t n) {
+  std::vector<Sample> samples;
+  for (size_t i = 0; i < n; ++i) {
+    Sample s;
+    s.tokens.assign(i % 5 + 1, 100 + int64_t(i));
+    s.labels.assign(s.tokens.size(), 100 + int64_t(i));
+    s.labels.back() = kIgnoreIndex;
+    samples.push_back(std::move(s));
+  }
+  return std::make_shared<InMemoryDataset>(std::move(samples), "numbered");
+}
+
+std::vector<size_t> all_indices(DataLoader& loader) {
+  std::vector<size_t> out;
+  while (auto b = loader.next()) out.insert(out.end(), b->indices.begin(), b->indices.end());
+  return out;
+}
+
+}  // namespace
+
+class TestDatasetLoader : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void epochOrderMatchesPyTorch() {
+    const QString py = python_with("torch");
+    QVERIFY2(!py.isEmpty(), "python3 with torch (python3-torch) is needed");
+    // DistributedSampler(shuffle=True, seed=s).set_epoch(e) uses randperm(n) under manual_seed(s + e).
+    QProcess p;
+    p.start(py, {"-c",
+                 "import torch, json\n"
+                 "out = {}\n"
+                 "for seed, n in [(0, 10), (1234, 37), (7, 1000)]:\n"
+                 "    for e in range(3):\n"
+                 "        g = torch.Generator(); g.manual_seed(seed + e)\n"
+                 "        out[f'{seed},{n},{e}'] = torch.randperm(n, generator=g).tolist()\n"
+                 "print(json.dumps(out))\n"});
+    QVERIFY(p.waitForFinished(120000));
+    QCOMPARE(p.exitCode(), 0);
+    const auto ref = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
+    for (const auto& [seed, n] : std::vector<std::pair<uint64_t, size_t>>{{0, 10}, {1234, 37}, {7, 1000}}) {
+      DataLoaderOptions o;
+      o.seed = seed;
+      DataLoader loader(numbered(n), o);
+      for (int64_t e = 0; e < 3; ++e) {
+        const auto key = std::to_string(seed) + "," + std::to_string(n) + "," + std::to_string(e);
+        QCOMPARE(loader.epoch_order(e), ref[key].get<Ids>());
+      }
+      QVERIFY(loader.epoch_order(0) != loader.epoch_order(1));
+    }
+    DataLoaderOptions in_order;
+    in_order.shuffle = false;
+    QCOMPARE(DataLoader(numbered(4), in_order).epoch_order(3), (Ids{0, 1, 2, 3}));
+  }
+
+  void dropLastAndBatchCounts() {
+    DataLoaderOptions o;
+    o.batch_size = 4;
+    o.shuffle = false;
+    DataLoader dropping(numbered(10), o);
+    QCOMPARE(dropping.batches_per_epoch(), int64_t{2});
+    QCOMPARE(all_indices(dropping), (std::vector<size_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+    QCOMPARE(dropping.cursor(), (DataCursor{0, 2}));
+    QVERIFY(!dropping.next().has_value());
+    o.drop_last = false;
+    DataLoader keeping(numbered(10), o);
+    QCOMPARE(keeping.batches_per_epoch(), int64_t{3});
+    QCOMPARE(keeping.batch(0, 2).batch_size, int64_t{2});
+    o.batch_size = 11;
+    o.drop_last = true;
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, DataLoader(numbered(10), o));
+    o.batch_size = 0;
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, DataLoader(numbered(10), o));
+  }
+
+  void resumesExactlyFromACursor() {
+    DataLoaderOptions o;
+    o.batch_size = 3;
+    o.seed = 42;
+    const auto ds = numbered(20);
+    // An uninterrupted run over three epochs.
+    DataLoader full(ds, o);
+    std::vector<Batch> reference;
+    DataCursor saved;
+    for (int64_t e = 0; e < 3; ++e) {
+      full.start_epoch(e);
+      while (auto b = full.next()) {
+        reference.push_back(*b);
+        if (reference.size() == 8) saved = full.cursor();  // as a checkpoint after the 8th batch would
+      }
+    }
+    QCOMPARE(reference.size(), size_t{18});  // 6 batches an epoch
+    QCOMPARE(saved, (DataCursor{1, 2}));
+    // A fresh loader (a new process after a restart) continues from the saved cursor.
+    DataLoader resumed(ds, o);
+    resumed.seek(saved);
+    std::vector<Batch> rest;
+    for (int64_t e = saved.epoch; e < 3; ++e) {
+      if (e != saved.epoch) resumed.start_epoch(e);
+      while (auto b = resumed.next()) rest.push_back(*b);
+    }
+    QCOMPARE(rest.size(), reference.size() - 8);
+    for (size_t i = 0; i < rest.size(); ++i) {
+      QCOMPARE(rest[i].indices, reference[8 + i].indices);
+      QCOMPARE(rest[i].tokens, reference[8 + i].tokens);
+      QCOMPARE(rest[i].labels, reference[8 + i].labels);
+    }
+    QVERIFY_THROWS_EXCEPTION(std::out_of_range, resumed.seek({-1, 0}));
+  }
+
+  void collationPadsRight() {
+    Sample a, b;
+    a.tokens = {5, 6};
+    a.labels = {6, kIgnoreIndex};
+    b.tokens = {7, 8, 9, 10, 11};
+    b.labels = {kIgnoreIndex, 9, 10, 11, kIgnoreIndex};
+    const Batch batch = tb::data::collate({a, b}, 3);
+    QCOMPARE(batch.batch_size, int64_t{2});
+    QCOMPARE(batch.seq_len, int64_t{5});
+    QCOMPARE(batch.tokens, (Ids{5, 6, 3, 3, 3, 7, 8, 9, 10, 11}));
+    QCOMPARE(batch.labels, (Ids{6, kIgnoreIndex, kIgnoreIndex, kIgnoreIndex, kIgnoreIndex,
+                                kIgnoreIndex, 9, 10, 11, kIgnoreIndex}));
+    QCOMPARE(batch.num_label_tokens(), int64_t{4});
+    QVERIFY(batch.input_pos.empty());
+    // Rounded up to a multiple of 4: 8 columns.
+    const Batch rounded = tb::data::collate({a, b}, 3, 4);
+    QCOMPARE(rounded.seq_len, int64_t{8});
+    QCOMPARE(rounded.tokens[7], int64_t{3});
+    QCOMPARE(rounded.labels[15], kIgnoreIndex);
+
+    const auto t = tb::data::to_tensors(batch);
+    QCOMPARE(t.tokens.scalar_type(), torch::kLong);
+    QCOMPARE(t.tokens.sizes().vec(), (std::vector<int64_t>{2, 5}));
+    QCOMPARE(t.tokens[1][4].item<int64_t>(), int64_t{11});
+    QCOMPARE(t.labels[0][1].item<int64_t>(), kIgnoreIndex);
+    QVERIFY(!t.input_pos.defined());
+  }
+
+  void packedBatchesCarryPositions() {
+    Sample s;
+    s.tokens = {1, 2, 3, 4};
+    s.labels = {2, kIgnoreIndex, 4, kIgnoreIndex};
+    s.input_pos = {0, 1, 0, 1};
+    s.seq_lens = {2, 2};
+    const Batch b = tb::data::collate({s, s}, 0);
+    QCOMPARE(b.input_pos, (Ids{0, 1, 0, 1, 0, 1, 0, 1}));
+    QCOMPARE(tb::data::to_tensors(b).input_pos.sizes().vec(), (std::vector<int64_t>{2, 4}));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestDatasetLoader)
+#include "test_dataset_loader.moc"
