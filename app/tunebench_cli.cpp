@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "config/config.h"
+#include "config/suggest.h"
 #include "recipe.h"
 #include "training/metric_loggers.h"
 
@@ -243,6 +244,15 @@ int run_cli(int argc, char** argv) {
   bench_compile->add_option("--config", a.config, "bundled config name or YAML file")->required();
   bench_compile->add_option("--steps", a.steps, "measured steps")->capture_default_str();
   add_overrides(bench_compile, a);
+
+  // CLI11 would only say "a subcommand is required" for a misspelled command.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> commands;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) commands.push_back(sub->get_name());
+    if (std::find(commands.begin(), commands.end(), argv[1]) == commands.end())
+      return fail("unknown command '" + std::string(argv[1]) + "'" + tb::config::did_you_mean(argv[1], commands) +
+                  " (commands: " + join(commands) + ")");
+  }
 
   try {
     app.parse(argc, argv);

@@ -114,8 +114,9 @@ YAML::Node Config::at(const std::string& dotted) const {
   YAML::Node cur;
   cur.reset(root);
   for (const std::string& s : segments) {
-    cur.reset(child(cur, s));
-    if (!cur.IsDefined()) return cur;
+    YAML::Node next = child(cur, s);
+    if (!next.IsDefined()) return next;  // reset() refuses an invalid node
+    cur.reset(next);
   }
   return cur;
 }

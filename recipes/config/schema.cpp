@@ -91,7 +91,7 @@ std::vector<KeySpec> build_schema() {
       value(         "log_peak_memory_stats",        T::Bool,  kOptional, "false", "report peak memory per step"),
       value(         "output_dir",                   T::Path,  kRequired, "",      "checkpoints and logs/metrics.jsonl go here"),
       value(         "resume_from_checkpoint",       T::Bool,  kOptional, "false", "continue from the checkpoint in checkpointer.checkpoint_dir"),
-      nullable(at_least(value("save_every_n_steps",  T::Int,   kOptional, "null",  "also checkpoint every n steps; null = each epoch only"), 1)),
+      nullable(at_least(value("save_every_n_steps",  T::Int,   kOptional, "null",  "also checkpoint every n steps; 0 or null = at epoch ends only"), 0)),
       only_for(value("save_adapter_weights_only",    T::Bool,  kOptional, "false", "save only the LoRA adapter"), {kLoraFinetuneRecipe}),
   };
   for (KeySpec& k : keys)
