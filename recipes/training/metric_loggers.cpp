@@ -113,6 +113,8 @@ void StdoutLogger::log_event(const nlohmann::json& event) {
     out_ << "compile: warm-up took " << buf << " s\n";
   } else if (kind == "checkpoint" && event.contains("path")) {
     out_ << "checkpoint saved: " << event["path"].get<std::string>() << '\n';
+  } else if ((kind == "info" || kind == "warning") && event.contains("message") && event["message"].is_string()) {
+    out_ << (kind == "warning" ? "warning: " : "") << event["message"].get<std::string>() << '\n';
   } else if (kind == "end") {
     out_ << "run " << event.value("status", std::string("ended"));
     if (event.contains("message") && event["message"].is_string() && !event["message"].get<std::string>().empty())

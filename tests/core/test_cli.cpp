@@ -2,6 +2,8 @@
 // signal.
 #include <QtTest>
 
+#include <csignal>
+
 #include "config/registry.h"
 #include "recipe.h"
 
@@ -226,6 +228,78 @@ class TestCli : public QObject {
     Result r = run({"run", QString::fromStdString(tb::recipes().front().name), "--config", fixture("errors_syntax.yaml")});
     QCOMPARE(r.code, 1);
     QVERIFY2(r.err.contains(":4:10: YAML syntax error"), qPrintable(r.err));
+  }
+
+  // A real run of the tiny test model from random weights (needs the full fine-tuning recipe).
+  QStringList tinyRun(const QString& output_dir, const QStringList& extra = {}) {
+    return QStringList{"run", "full_finetune_single_device", "--config", fixture("tiny_random_full.yaml"),
+                       "output_dir=" + output_dir,
+                       "tokenizer.path=" + QString(TB_SOURCE_DIR) + "/resources/tokenizer/tokenizer.model"} +
+           extra;
+  }
+
+  static QList<QJsonObject> jsonLines(const QString& path) {
+    QFile f(path);
+    QList<QJsonObject> out;
+    if (!f.open(QIODevice::ReadOnly)) return out;
+    for (const QByteArray& line : f.readAll().split('\n'))
+      if (!line.isEmpty()) out << QJsonDocument::fromJson(line).object();
+    return out;
+  }
+
+  void runCompletes() {
+    if (!tb::find_recipe("full_finetune_single_device")) QSKIP("full_finetune_single_device is not built in yet");
+    QTemporaryDir dir;
+    Result r = run(tinyRun(dir.filePath("out")));
+    QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+    QVERIFY2(r.out.contains("step 3/3 | epoch 0 | loss "), qPrintable(r.out));  // the progress line
+    QList<QJsonObject> lines = jsonLines(dir.filePath("out/logs/metrics.jsonl"));
+    int steps = 0;
+    for (const QJsonObject& o : lines) steps += o.contains("step") && !o.contains("event");
+    QCOMPARE(steps, 3);
+    QCOMPARE(lines.last().value("event").toString(), QString("end"));
+    QCOMPARE(lines.last().value("status").toString(), QString("completed"));
+  }
+
+  void runBadOverrideIsUserError() {
+    if (!tb::find_recipe("full_finetune_single_device")) QSKIP("full_finetune_single_device is not built in yet");
+    QTemporaryDir dir;
+    Result r = run(tinyRun(dir.filePath("out"), {"batch_size=0"}));
+    expectOneLineError(r, "override 'batch_size=0': batch_size: must be at least 1, got 0");
+    QVERIFY(!QFileInfo::exists(dir.filePath("out")));  // nothing ran
+  }
+
+  // SIGINT / SIGTERM ask the recipe to stop after the current step: a clean exit 0, never death by signal.
+  void runStopsOnSignal_data() {
+    QTest::addColumn<int>("signal");
+    QTest::newRow("SIGINT") << int(SIGINT);
+    QTest::newRow("SIGTERM") << int(SIGTERM);
+  }
+  void runStopsOnSignal() {
+    QFETCH(int, signal);
+    if (!tb::find_recipe("full_finetune_single_device")) QSKIP("full_finetune_single_device is not built in yet");
+    QTemporaryDir dir;
+    QProcess p;
+    p.start(cli_, tinyRun(dir.filePath("out"), {"dataset.num_samples=1000000", "max_steps_per_epoch=null"}));
+    QVERIFY(p.waitForStarted());
+    const QString log = dir.filePath("out/logs/metrics.jsonl");
+    QElapsedTimer timer;
+    timer.start();
+    auto has_step = [&] {
+      for (const QJsonObject& o : jsonLines(log))
+        if (o.contains("step") && !o.contains("event")) return true;
+      return false;
+    };
+    while (!has_step() && timer.elapsed() < 60000 && p.state() == QProcess::Running) QTest::qWait(50);
+    QVERIFY2(p.state() == QProcess::Running, qPrintable(QString::fromUtf8(p.readAllStandardError())));
+    QVERIFY(has_step());
+    ::kill(static_cast<pid_t>(p.processId()), signal);
+    QVERIFY(p.waitForFinished(120000));
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(p.exitCode(), 0);
+    QList<QJsonObject> lines = jsonLines(log);
+    QCOMPARE(lines.last().value("event").toString(), QString("end"));
+    QCOMPARE(lines.last().value("status").toString(), QString("stopped"));
   }
 
   void hooksNotYetAvailable_data() {

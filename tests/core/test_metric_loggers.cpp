@@ -185,13 +185,15 @@ class TestMetricLoggers : public QObject {
     logger.log_step(step(1, 10, 5.0, Phase::Warmup));
     logger.log_step(step(2, 10, 2.0, Phase::Steady));
     logger.log_event({{"event", "checkpoint"}, {"path", "runs/x/step_2"}});
+    logger.log_event({{"event", "info"}, {"message", "starting from random weights"}});
     logger.log_event({{"event", "end"}, {"status", "stopped"}});
     QStringList lines = QString::fromStdString(out.str()).split('\n', Qt::SkipEmptyParts);
-    QCOMPARE(lines.size(), 4);
+    QCOMPARE(lines.size(), 5);
     QCOMPARE(lines[0], QString("step 1/10 | epoch 0 | loss 2.5000 | lr 2.0e-05 | 200 tok/s | 5.00 s/step | ETA -- (warm-up)"));
     QCOMPARE(lines[1], QString("step 2/10 | epoch 0 | loss 2.5000 | lr 2.0e-05 | 500 tok/s | 2.00 s/step | ETA 16s"));
     QCOMPARE(lines[2], QString("checkpoint saved: runs/x/step_2"));
-    QCOMPARE(lines[3], QString("run stopped"));
+    QCOMPARE(lines[3], QString("starting from random weights"));
+    QCOMPARE(lines[4], QString("run stopped"));
   }
 
   void progressLineOverwritesOnATerminal() {
