@@ -141,6 +141,13 @@ class TestConfig : public QObject {
     QCOMPARE(r.config->get_string("metric_logger.log_dir", ""), std::string("runs/other/logs"));
   }
 
+  void nestedReferenceKey() {
+    // OmegaConf expands a reference inside a reference's key first: ${${tokenizer.path}} -> ${output_dir}.
+    LoadResult r = load(fixture("base.yaml"), {"tokenizer.path=output_dir", "dataset.source=${${tokenizer.path}}/data"});
+    QVERIFY2(r.ok(), qPrintable(joined(r.diagnostics)));
+    QCOMPARE(r.config->get_string("dataset.source", ""), std::string("runs/base/data"));
+  }
+
   void environmentResolver() {
     qputenv("TB_TEST_CONFIG_VAR", "from-env");
     LoadResult r = load(fixture("base.yaml"), {"dataset.source=${oc.env:TB_TEST_CONFIG_VAR}",
