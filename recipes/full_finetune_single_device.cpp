@@ -165,12 +165,7 @@ class FullFinetuneRecipeSingleDevice {
           resumed = false;
         }
         if (save_every_ > 0 && global_step_ % save_every_ == 0) save_checkpoint("step_" + std::to_string(global_step_), epoch);
-        if (control_.stop) {
-          if (control_.save_on_stop) save_checkpoint("step_" + std::to_string(global_step_), epoch);
-          result.status = RunStatus::Stopped;
-          return finish(result);
-        }
-        wait_while_paused();
+        wait_while_paused();  // returns at once when not paused, or when a stop arrives while paused
         if (control_.stop) {
           if (control_.save_on_stop) save_checkpoint("step_" + std::to_string(global_step_), epoch);
           result.status = RunStatus::Stopped;
