@@ -72,7 +72,7 @@ CheckpointsPanel::CheckpointsPanel(QWidget* parent)
 void CheckpointsPanel::setOutputDir(const QString& dir) {
   if (!watcher_->directories().isEmpty()) watcher_->removePaths(watcher_->directories());
   outputDir_ = dir;
-  if (QDir(dir).exists()) watcher_->addPath(dir);
+  if (!dir.isEmpty() && QDir(dir).exists()) watcher_->addPath(dir);
   refresh();
 }
 

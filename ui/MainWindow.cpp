@@ -364,7 +364,7 @@ void MainWindow::onState(RunState state, const QString& message) {
   checkpoints_->setRunActive(active);
   setup_->setEnabled(!active);
   editor_->editor()->setReadOnly(active);
-  QString text = toString(state);
+  QString text = stateName(state);
   text[0] = text[0].toUpper();
   stateLabel_->setText(message.isEmpty() ? text : text + " — " + message);
   if (state == RunState::Failed)

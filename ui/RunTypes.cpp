@@ -2,7 +2,7 @@
 
 namespace tb::ui {
 
-QString toString(RunState state) {
+QString stateName(RunState state) {
   switch (state) {
     case RunState::Idle: return "idle";
     case RunState::Running: return "running";

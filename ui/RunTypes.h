@@ -14,7 +14,7 @@ namespace tb::ui {
 
 // The state a run is in, as the window shows it.
 enum class RunState { Idle, Running, Paused, Stopping, Completed, Stopped, Failed };
-QString toString(RunState state);
+QString stateName(RunState state);  // "running", ... (not toString: QtTest finds that by ADL)
 
 // An `event` line of the metric stream: compile / checkpoint / end, with the raw JSON for the rest.
 struct RunEvent {

@@ -132,7 +132,8 @@ class TestYamlEditor : public QObject {
     QTextCursor c(editor->document());
     c.movePosition(QTextCursor::End);
     editor->setTextCursor(c);
-    QTest::keyClicks(editor, "bogus_key: 1\n");
+    QTest::keyClicks(editor, "bogus_key: 1");
+    QTest::keyClick(editor, Qt::Key_Return);
     QCOMPARE(validated.count(), 0);  // not on every key
     QVERIFY(validated.wait(2000));
     QCOMPARE(validated.count(), 1);
