@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 [ -x build/bin/tunebench-cli ] || scripts/setup.sh build
 rm -rf build/pretrain_base
 build/bin/tunebench-cli run full_finetune_single_device --config configs/tiny/pretrain_base.yaml "$@"
-last=$(ls -d build/pretrain_base/epoch_* | sort -t_ -k2 -n | tail -1)
+last=$(ls -d build/pretrain_base/epoch_* | sort -V | tail -1)
 rm -rf resources/base_model && mkdir -p resources/base_model
 cp "$last"/config.json resources/base_model/
 # A single shard is renamed to the plain single-file name Hugging Face also reads.

@@ -302,15 +302,18 @@ class TestCli : public QObject {
     QCOMPARE(lines.last().value("status").toString(), QString("stopped"));
   }
 
-  void hooksNotYetAvailable_data() {
+  void evalAndGenerateNameAMissingConfig_data() {
     QTest::addColumn<QStringList>("args");
-    QTest::newRow("eval") << QStringList{"eval", "--config", "x.yaml"};
-    QTest::newRow("generate") << QStringList{"generate", "--config", "x.yaml", "--prompt", "hi"};
-    QTest::newRow("bench compile") << QStringList{"bench", "compile", "--config", "x.yaml", "--steps", "3"};
+    QTest::newRow("eval") << QStringList{"eval", "--config", "no_such_config.yaml"};
+    QTest::newRow("generate") << QStringList{"generate", "--config", "no_such_config.yaml", "--prompt", "hi"};
   }
-  void hooksNotYetAvailable() {
+  void evalAndGenerateNameAMissingConfig() {
     QFETCH(QStringList, args);
-    expectOneLineError(run(args), "not available yet");
+    expectOneLineError(run(args), "no_such_config.yaml");
+  }
+
+  void benchCompileIsNotYetAvailable() {
+    expectOneLineError(run({"bench", "compile", "--config", "x.yaml", "--steps", "3"}), "not available yet");
   }
 
   void closedStdoutIsNotASignal() {

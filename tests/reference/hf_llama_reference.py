@@ -8,6 +8,14 @@ stored tokens. Needs only python3 and torch (no transformers, no safetensors pac
 
   hf_llama_reference.py make OUT_DIR      write the variants below into OUT_DIR/<variant>/
   hf_llama_reference.py eval CKPT_DIR TOKENS_JSON   print {"loss": ...} computed in fp32
+  hf_llama_reference.py make-vocab OUT_DIR VOCAB    the fp32_gqa and bf16_gqa variants with VOCAB tokens
+  hf_llama_reference.py eval-text CKPT_DIR TOKENIZER_MODEL TEXT_FILE MAX_SEQ_LEN
+      what `tunebench-cli eval` must print for a text_completion_dataset: each line is a document,
+      BOS + ids + EOS, cut to MAX_SEQ_LEN - 1 tokens (torchtune's text completion rule), scored one
+      document at a time (no padding exists here); prints {"loss", "perplexity", "tokens"}
+  hf_llama_reference.py greedy CKPT_DIR TOKENIZER_MODEL PROMPT N
+      greedy decoding without a KV cache (the full sequence re-run for every token) from BOS + PROMPT,
+      stopping before EOS; prints {"tokens": [...]} (the new tokens only)
 
 Each variant folder holds the checkpoint plus tokens.json, expected.json and logits.safetensors.
 """
@@ -165,9 +173,9 @@ VARIANTS = {
 }
 
 
-def make_variant(folder, spec):
+def make_variant(folder, spec, vocab=96):
     torch.manual_seed(spec["seed"])
-    V, D, H, L, I, T, B = 96, 32, 4, 2, 48, 12, 2
+    V, D, H, L, I, T, B = vocab, 32, 4, 2, 48, 12, 2
     cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": D,
            "intermediate_size": I, "num_attention_heads": H, "num_key_value_heads": spec["kv"],
            "num_hidden_layers": L, "vocab_size": V, "max_position_embeddings": 64, "rms_norm_eps": 1e-5,
@@ -223,6 +231,44 @@ def make_variant(folder, spec):
     write_safetensors(os.path.join(folder, "logits.safetensors"), {"logits_fp32_compute": logits32.float()})
 
 
+def sentencepiece(model_path):
+    import sentencepiece as spm
+    return spm.SentencePieceProcessor(model_file=model_path)
+
+
+def eval_text(folder, tokenizer_path, text_path, max_seq_len):
+    cfg, w = read_checkpoint(folder)
+    sp = sentencepiece(tokenizer_path)
+    total, positions = 0.0, 0
+    with open(text_path, encoding="utf-8") as f:
+        documents = [line.rstrip("\n") for line in f if line.strip()]
+    for doc in documents:
+        ids = ([sp.bos_id()] + sp.encode(doc) + [sp.eos_id()])[: max_seq_len - 1]
+        if len(ids) < 2:
+            continue
+        tokens = torch.tensor([ids], dtype=torch.int64)
+        logits = hf_llama_logits(cfg, w, tokens, torch.float32)[0, :-1]
+        total += torch.nn.functional.cross_entropy(logits, tokens[0, 1:], reduction="sum").item()
+        positions += len(ids) - 1
+    loss = total / positions
+    return {"loss": loss, "perplexity": math.exp(loss), "tokens": positions, "documents": len(documents)}
+
+
+def greedy(folder, tokenizer_path, prompt, n):
+    cfg, w = read_checkpoint(folder)
+    sp = sentencepiece(tokenizer_path)
+    ids = [sp.bos_id()] + sp.encode(prompt)
+    new = []
+    for _ in range(n):
+        logits = hf_llama_logits(cfg, w, torch.tensor([ids], dtype=torch.int64), torch.float32)[0, -1]
+        nxt = int(logits.argmax())
+        if nxt == sp.eos_id():
+            break
+        ids.append(nxt)
+        new.append(nxt)
+    return {"tokens": new, "prompt_tokens": len(ids) - len(new)}
+
+
 def main(argv):
     torch.set_num_threads(1)
     if len(argv) == 3 and argv[1] == "make":
@@ -238,6 +284,18 @@ def main(argv):
             loss = next_token_loss(hf_llama_logits(cfg, w, tokens, torch.float32), tokens)
         print(json.dumps({"loss": loss}))
         return 0
+    if len(argv) == 4 and argv[1] == "make-vocab":
+        for name in ("fp32_gqa", "bf16_gqa"):
+            make_variant(os.path.join(argv[2], name), VARIANTS[name], vocab=int(argv[3]))
+        print(json.dumps({"variants": ["bf16_gqa", "fp32_gqa"]}))
+        return 0
+    with torch.no_grad():
+        if len(argv) == 6 and argv[1] == "eval-text":
+            print(json.dumps(eval_text(argv[2], argv[3], argv[4], int(argv[5]))))
+            return 0
+        if len(argv) == 6 and argv[1] == "greedy":
+            print(json.dumps(greedy(argv[2], argv[3], argv[4], int(argv[5]))))
+            return 0
     sys.stderr.write(__doc__)
     return 2
 

@@ -145,6 +145,7 @@ class TestYamlEditor : public QObject {
     QTextDocument document;
     tb::ui::YamlHighlighter highlighter(&document);
     document.setPlainText("model:  # the model\n  _component_: torch.optim.AdamW\n  lr: 2e-5\n  name: \"x\"\n  on: true\n");
+    highlighter.rehighlight();  // a document without a view may be highlighted lazily; force it now
     auto formatAt = [&](int blockNumber, int column) {
       const QTextBlock block = document.findBlockByNumber(blockNumber);
       for (const auto& range : block.layout()->formats())

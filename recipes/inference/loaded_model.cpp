@@ -1,0 +1,27 @@
+#include "inference/loaded_model.h"
+
+#include "checkpoint/hf_checkpointer.h"
+#include "config/registry.h"
+#include "training/recipe_support.h"
+
+namespace tb::inference {
+
+LoadedModel load_model(const config::Config& cfg) {
+  const config::Registry& registry = config::Registry::builtin();
+  LoadedModel out;
+  out.dtype = training::apply_runtime_settings(cfg);
+  at::GradMode::set_enabled(false);  // per thread, like the rest of the runtime settings
+  out.model = registry.build<models::TransformerDecoder>(cfg.at("model"));
+  const auto checkpointer = registry.build<std::shared_ptr<checkpoint::FullModelHFCheckpointer>>(cfg.at("checkpointer"));
+  const auto report = checkpointer->load_into(*out.model, static_cast<uint64_t>(cfg.get_int("seed", 0)));
+  out.weights = report.message;
+  out.model->to(out.dtype);
+  out.model->eval();
+  out.tokenizer = registry.build<std::shared_ptr<data::Tokenizer>>(cfg.at("tokenizer"));
+  if (out.tokenizer->vocab_size() > out.model->args().vocab_size)
+    throw std::runtime_error("the tokenizer has " + std::to_string(out.tokenizer->vocab_size()) +
+                             " tokens but the model's vocabulary is " + std::to_string(out.model->args().vocab_size));
+  return out;
+}
+
+}  // namespace tb::inference

@@ -1,0 +1,26 @@
+// The model, its weights and the tokenizer of a config, built as the recipes build them, for
+// inference (eval, generate): grad off, eval mode, in the config's dtype.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "config/config.h"
+#include "data/tokenizer.h"
+#include "models/transformer.h"
+
+namespace tb::inference {
+
+struct LoadedModel {
+  models::TransformerDecoder model{nullptr};
+  std::shared_ptr<data::Tokenizer> tokenizer;
+  torch::ScalarType dtype = torch::kFloat32;
+  std::string weights;  // one line: where the weights came from
+};
+
+// Throws std::runtime_error with a one-line reason.
+LoadedModel load_model(const config::Config& cfg);
+
+}  // namespace tb::inference

@@ -1,0 +1,157 @@
+// `tunebench-cli eval` and `generate` against the independent reference (tests/reference/
+// hf_llama_reference.py): a checkpoint that program writes in the Hugging Face layout (GQA,
+// rope_theta 31337, fp32 and bf16 weights) scored on bundled text through the real SentencePiece
+// tokenizer, with padding in our batches and none in the reference; greedy decoding with our KV
+// cache against the reference re-running the whole sequence for every token.
+#include <QtTest>
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+
+#include <fstream>
+
+#include "config/config.h"
+#include "inference/generate.h"
+#include "test_support.h"
+
+namespace {
+
+const QString kTokenizer = QString(TB_SOURCE_DIR) + "/resources/tokenizer/tokenizer.model";
+constexpr int kMaxSeqLen = 24;  // short enough that several documents are cut
+
+QJsonObject parse(const QString& line) { return QJsonDocument::fromJson(line.toUtf8()).object(); }
+
+}  // namespace
+
+class TestEvalGenerate : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir dir_;
+  QString cli_;
+
+  QString variant(const QString& name) const { return dir_.path() + "/" + name; }
+
+  // A config as a user writes one for eval: the checkpoint folder, the bundled tokenizer, a text file.
+  QString writeConfig(const QString& checkpoint, const QString& dtype, int batchSize) const {
+    const QString path = dir_.path() + "/eval_" + QFileInfo(checkpoint).fileName() + "_" + dtype + ".yaml";
+    std::ofstream out(path.toStdString());
+    out << "output_dir: " << dir_.path().toStdString() << "/out\n"
+        << "model:\n  _component_: tunebench.models.from_hf_config\n  path: " << checkpoint.toStdString() << "\n"
+        << "tokenizer:\n  _component_: torchtune.models.llama2.llama2_tokenizer\n  path: " << kTokenizer.toStdString()
+        << "\n  max_seq_len: " << kMaxSeqLen << "\n"
+        << "checkpointer:\n  _component_: torchtune.training.FullModelHFCheckpointer\n  checkpoint_dir: "
+        << checkpoint.toStdString() << "\n  model_type: LLAMA2\n  output_dir: ${output_dir}\n"
+        << "dataset:\n  _component_: torchtune.datasets.text_completion_dataset\n  source: text\n  data_files: "
+        << dir_.path().toStdString() << "/docs.txt\n"
+        << "batch_size: " << batchSize << "\ndtype: " << dtype.toStdString() << "\nnum_threads: 1\nseed: 0\n";
+    return path;
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    cli_ = qEnvironmentVariable("TB_CLI");
+    QVERIFY2(QFileInfo(cli_).isExecutable(), "TB_CLI must name the tunebench-cli binary");
+    QVERIFY2(!tbtest::reference_python().isEmpty(),
+             "python3 with python3-torch and python3-sentencepiece is needed (scripts/setup.sh test installs them)");
+    const auto made = tbtest::run_reference("hf_llama_reference.py", {"make-vocab", dir_.path(), "2048"});
+    QVERIFY2(made.code == 0, qPrintable(made.err));
+    // Seven documents of the bundled corpus, of different lengths: some longer than max_seq_len.
+    QFile corpus(QString(TB_SOURCE_DIR) + "/resources/corpus/tunebench_stories.txt");
+    QVERIFY(corpus.open(QIODevice::ReadOnly | QIODevice::Text));
+    QFile docs(dir_.path() + "/docs.txt");
+    QVERIFY(docs.open(QIODevice::WriteOnly | QIODevice::Text));
+    int written = 0;
+    while (written < 7 && !corpus.atEnd()) {
+      const QString line = QString::fromUtf8(corpus.readLine()).trimmed();
+      if (line.isEmpty()) continue;
+      docs.write(line.left(20 + 25 * written).toUtf8() + "\n");
+      ++written;
+    }
+    QCOMPARE(written, 7);
+  }
+
+  void evalMatchesTheReference_data() {
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<int>("batchSize");
+    QTest::newRow("fp32 weights, batches of 3") << "fp32_gqa" << 3;
+    QTest::newRow("bf16 weights, batches of 3") << "bf16_gqa" << 3;
+    QTest::newRow("fp32 weights, one batch of all") << "fp32_gqa" << 7;
+  }
+  void evalMatchesTheReference() {
+    QFETCH(QString, name);
+    QFETCH(int, batchSize);
+    const auto reference = tbtest::run_reference(
+        "hf_llama_reference.py",
+        {"eval-text", variant(name), kTokenizer, dir_.path() + "/docs.txt", QString::number(kMaxSeqLen)});
+    QVERIFY2(reference.code == 0, qPrintable(reference.err));
+    const QJsonObject expected = parse(tbtest::last_line(reference.out));
+
+    const auto ours = tbtest::run_process(cli_, {"eval", "--config", writeConfig(variant(name), "fp32", batchSize)});
+    QVERIFY2(ours.code == 0 && !ours.crashed, qPrintable(ours.err));
+    const QJsonObject got = parse(tbtest::last_line(ours.out));
+    QCOMPARE(got.value("tokens").toInt(), expected.value("tokens").toInt());
+    const double loss = got.value("loss").toDouble(), want = expected.value("loss").toDouble();
+    QVERIFY2(std::abs(loss - want) <= 1e-4 * std::abs(want),
+             qPrintable(QString("loss %1, reference %2").arg(loss, 0, 'g', 10).arg(want, 0, 'g', 10)));
+    QVERIFY(std::abs(got.value("perplexity").toDouble() - std::exp(loss)) <= 1e-9 * std::exp(loss));
+  }
+
+  void evalInBf16IsCloseButNotExact() {
+    // bf16 compute rounds every activation: the loss moves a little, the positions do not.
+    const auto fp32 = tbtest::run_process(cli_, {"eval", "--config", writeConfig(variant("bf16_gqa"), "fp32", 3)});
+    const auto bf16 = tbtest::run_process(cli_, {"eval", "--config", writeConfig(variant("bf16_gqa"), "bf16", 3)});
+    QVERIFY2(fp32.code == 0 && bf16.code == 0, qPrintable(fp32.err + bf16.err));
+    const QJsonObject a = parse(tbtest::last_line(fp32.out)), b = parse(tbtest::last_line(bf16.out));
+    QCOMPARE(a.value("tokens").toInt(), b.value("tokens").toInt());
+    const double rel = std::abs(a.value("loss").toDouble() - b.value("loss").toDouble()) / a.value("loss").toDouble();
+    QVERIFY2(rel < 0.02, qPrintable(QString::number(rel)));
+  }
+
+  void evalOfAMissingCheckpointIsOneLine() {
+    const auto r = tbtest::run_process(
+        cli_, {"eval", "--config", writeConfig(variant("fp32_gqa"), "fp32", 3),
+               "checkpointer.checkpoint_dir=" + dir_.path() + "/nowhere"});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.count('\n') == 1 && r.err.contains("nowhere"), qPrintable(r.err));
+  }
+
+  void greedyDecodingWithTheCacheMatchesTheReference() {
+    const QString prompt = "Once upon a time";
+    constexpr int kNew = 20;
+    const auto reference = tbtest::run_reference(
+        "hf_llama_reference.py", {"greedy", variant("fp32_gqa"), kTokenizer, prompt, QString::number(kNew)});
+    QVERIFY2(reference.code == 0, qPrintable(reference.err));
+    const QJsonArray want = parse(tbtest::last_line(reference.out)).value("tokens").toArray();
+    QVERIFY(want.size() > 3);
+
+    tb::config::LoadOptions options;
+    const auto loaded = tb::config::load_file(writeConfig(variant("fp32_gqa"), "fp32", 1).toStdString(), options);
+    QVERIFY(loaded.ok());
+    tb::inference::GenerateOptions g;
+    g.prompt = prompt.toStdString();
+    g.max_new_tokens = kNew;
+    int streamed = 0;
+    const auto result = tb::inference::generate(*loaded.config, g, [&](const std::string&) { ++streamed; });
+    QCOMPARE(int(result.tokens.size()), int(want.size()));
+    for (int i = 0; i < want.size(); ++i) QCOMPARE(result.tokens[size_t(i)], int64_t(want[i].toInt()));
+    QCOMPARE(streamed, int(result.tokens.size()));
+    QCOMPARE(result.stopped_at_eos, want.size() < kNew);
+  }
+
+  void generateFromTheCliPrintsTheContinuation() {
+    const auto r = tbtest::run_process(cli_, {"generate", "--config", writeConfig(variant("fp32_gqa"), "fp32", 1),
+                                              "--prompt", "Once upon a time", "--max-new-tokens", "8"});
+    QVERIFY2(r.code == 0 && !r.crashed, qPrintable(r.err));
+    QVERIFY(!r.out.trimmed().isEmpty());
+    QVERIFY2(r.err.contains("tokens in"), qPrintable(r.err));
+    // Sampling is seeded: the same seed gives the same text.
+    const QStringList sampled{"generate", "--config", writeConfig(variant("fp32_gqa"), "fp32", 1), "--prompt", "The",
+                              "--temperature", "1.0", "--top-k", "50", "--seed", "7"};
+    QCOMPARE(tbtest::run_process(cli_, sampled).out, tbtest::run_process(cli_, sampled).out);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestEvalGenerate)
+#include "test_eval_generate.moc"
