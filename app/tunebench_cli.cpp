@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "config/config.h"
+#include "config/schema.h"
 #include "config/suggest.h"
 #include "inference/evaluate.h"
 #include "inference/generate.h"
@@ -195,7 +196,7 @@ int cmd_run(const std::string& recipe_name, const std::string& config, const std
 
 // Progress on stderr; the last line of stdout is the JSON result (DESIGN.md "The CLI").
 int cmd_eval(const std::string& config, const std::vector<std::string>& overrides) {
-  auto cfg = load(config, overrides, "", true);
+  auto cfg = load(config, overrides, tb::config::kInferenceVerbs, true);
   if (!cfg) return kUserError;
   const bool tty = isatty(STDERR_FILENO) != 0;
   try {
@@ -217,7 +218,7 @@ int cmd_eval(const std::string& config, const std::vector<std::string>& override
 // The continuation streams to stdout as it is generated; a summary goes to stderr.
 int cmd_generate(const std::string& config, const std::vector<std::string>& overrides,
                  const tb::inference::GenerateOptions& options) {
-  auto cfg = load(config, overrides, "", true);
+  auto cfg = load(config, overrides, tb::config::kInferenceVerbs, true);
   if (!cfg) return kUserError;
   try {
     std::string printed;

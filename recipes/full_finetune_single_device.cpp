@@ -187,14 +187,7 @@ class FullFinetuneRecipeSingleDevice {
   // One complete checkpoint: HF model files, recipe_state.*, then the manifest (written last).
   void save_checkpoint(const std::string& name, int64_t epochs_run) {
     training::RecipeState state{global_step_, epochs_run, cursor_, seed_, total_steps_};
-    const nlohmann::json manifest = {{"step", global_step_},
-                                     {"epoch", epochs_run},
-                                     {"loss", std::isfinite(last_loss_) ? nlohmann::json(last_loss_) : nlohmann::json()},
-                                     {"recipe", kRecipeName},
-                                     {"compile", cfg_.get_bool("compile", false)},
-                                     {"dtype", dtype_ == torch::kBFloat16 ? "bf16" : "fp32"},
-                                     {"time", training::utc_timestamp()},
-                                     {"config", cfg_.to_yaml()}};
+    const auto manifest = training::checkpoint_manifest(cfg_, kRecipeName, global_step_, epochs_run, last_loss_, dtype_);
     const std::string path = training::write_checkpoint_folder(
         output_dir_, name,
         [&](const std::string& folder) {
@@ -222,19 +215,10 @@ class FullFinetuneRecipeSingleDevice {
 
  private:
   std::string find_resume_folder() const {
-    // checkpointer.checkpoint_dir names a checkpoint of ours (it has a manifest): resume that one.
-    if (checkpointer_->has_checkpoint() && training::read_manifest(*checkpointer_->options().checkpoint_dir))
-      return *checkpointer_->options().checkpoint_dir;
-    if (auto newest = training::newest_complete_checkpoint(output_dir_)) return newest->path;
-    throw std::runtime_error("resume_from_checkpoint is true but " + output_dir_ +
-                             " holds no complete checkpoint (and checkpointer.checkpoint_dir is not one)");
+    return training::find_resume_folder(checkpointer_->options().checkpoint_dir, output_dir_);
   }
 
-  // yaml-cpp throws when asked the type of an absent node, so ask whether it exists first.
-  bool has_component(const std::string& key) const {
-    const YAML::Node node = cfg_.at(key);
-    return node.IsDefined() && node.IsMap();
-  }
+  bool has_component(const std::string& key) const { return training::has_component(cfg_, key); }
 
   void apply_schedule() {
     if (lr_lambda_) training::set_lr(*optimizer_, base_lr_ * lr_lambda_(global_step_));

@@ -12,10 +12,13 @@ const char* to_string(RunStatus s) {
 }
 
 RunResult run_full_finetune_single_device(const config::Config&, training::MetricLogger&, RunControl&);
+RunResult run_lora_finetune_single_device(const config::Config&, training::MetricLogger&, RunControl&);
 
 const std::vector<RecipeInfo>& recipes() {
   static const std::vector<RecipeInfo> all = {
       {"full_finetune_single_device", "full fine-tune: every weight trains", run_full_finetune_single_device},
+      {"lora_finetune_single_device", "LoRA / QLoRA: the base stays frozen, low-rank adapters train",
+       run_lora_finetune_single_device},
   };
   return all;
 }

@@ -271,10 +271,14 @@ std::string FullModelHFCheckpointer::save(const std::string& folder, const model
 
 std::string FullModelHFCheckpointer::save(const std::string& folder, const torch::nn::Module& model,
                                           const models::ModelArgs& args) const {
+  return save_state(folder, base_model_state(model), args);
+}
+
+std::string FullModelHFCheckpointer::save_state(const std::string& folder, const StateDict& state,
+                                                const models::ModelArgs& args) const {
   const fs::path target = fs::path(folder).is_absolute() || options_.output_dir.empty()
                               ? fs::path(folder)
                               : fs::path(options_.output_dir) / folder;
-  const StateDict state = base_model_state(model);
   if (state.empty()) throw std::runtime_error("the model has no base weights to save");
   const auto dtype = state.begin()->second.scalar_type();
   nlohmann::json config;

@@ -92,6 +92,8 @@ class FullModelHFCheckpointer {
   // config.json (torch_dtype set to the weights' dtype) or one made from `args`. Returns the folder.
   std::string save(const std::string& folder, const models::TransformerDecoderImpl& model) const;
   std::string save(const std::string& folder, const torch::nn::Module& model, const models::ModelArgs& args) const;
+  // The same for weights given under our names (e.g. a LoRA model's merged weights).
+  std::string save_state(const std::string& folder, const StateDict& state, const models::ModelArgs& args) const;
 
  private:
   HFCheckpointerOptions options_;

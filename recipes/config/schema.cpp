@@ -45,6 +45,10 @@ KeySpec no_effect(KeySpec k) {
   k.effect = Effect::NoEffect;
   return k;
 }
+KeySpec training_only(KeySpec k) {
+  k.training_only = true;
+  return k;
+}
 KeySpec list_ok(KeySpec k) {
   k.list_of_components = true;
   return k;
@@ -61,9 +65,9 @@ std::vector<KeySpec> build_schema() {
       component("tokenizer",      "tokenizer",     kRequired, "the tokenizer and its files"),
       component("checkpointer",   "checkpointer",  kRequired, "where weights are read from and saved to"),
       list_ok(component("dataset", "dataset",      kRequired, "the training data (a list of datasets is concatenated)")),
-      component("optimizer",      "optimizer",     kRequired, "e.g. torch.optim.AdamW with lr, weight_decay"),
+      training_only(component("optimizer", "optimizer", kRequired, "e.g. torch.optim.AdamW with lr, weight_decay")),
       component("lr_scheduler",   "lr_scheduler",  kOptional, "learning-rate schedule; none keeps lr constant"),
-      component("loss",           "loss",          kRequired, "e.g. torchtune.modules.loss.CEWithChunkedOutputLoss"),
+      training_only(component("loss", "loss",      kRequired, "e.g. torchtune.modules.loss.CEWithChunkedOutputLoss")),
       component("metric_logger",  "metric_logger", kOptional, "DiskLogger (default) or StdoutLogger; metrics.jsonl is always written"),
       no_effect(component("profiler", "profiler",  kOptional, "torchtune.training.setup_torch_profiler; accepted, no effect")),
 
@@ -72,7 +76,7 @@ std::vector<KeySpec> build_schema() {
       nullable(value("seed",                         T::Int,   kOptional, "null",  "random seed; null picks one")),
       value(         "shuffle",                      T::Bool,  kOptional, "true",  "shuffle the dataset each epoch"),
       at_least(value("batch_size",                   T::Int,   kRequired, "",      "samples per micro-batch"), 1),
-      at_least(value("epochs",                       T::Int,   kRequired, "",      "passes over the dataset"), 1),
+      training_only(at_least(value("epochs",         T::Int,   kRequired, "",      "passes over the dataset"), 1)),
       nullable(at_least(value("max_steps_per_epoch", T::Int,   kOptional, "null",  "cap on optimizer steps per epoch; 0 saves without training"), 0)),
       at_least(value("gradient_accumulation_steps",  T::Int,   kOptional, "1",     "micro-batches per optimizer step"), 1),
       nullable(value("clip_grad_norm",               T::Float, kOptional, "null",  "max gradient norm; null = no clipping")),
@@ -104,6 +108,10 @@ std::vector<KeySpec> build_schema() {
 bool KeySpec::applies_to(const std::string& recipe) const {
   if (recipes.empty() || recipe.empty()) return true;
   return std::find(recipes.begin(), recipes.end(), recipe) != recipes.end();
+}
+
+bool KeySpec::required_for(const std::string& recipe) const {
+  return value.required && applies_to(recipe) && !(training_only && recipe == kInferenceVerbs);
 }
 
 const std::vector<KeySpec>& recipe_schema() {

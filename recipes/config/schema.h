@@ -14,6 +14,8 @@ namespace tb::config {
 
 inline const char* const kFullFinetuneRecipe = "full_finetune_single_device";
 inline const char* const kLoraFinetuneRecipe = "lora_finetune_single_device";
+// Not a recipe: what `eval` and `generate` validate against (the training keys become optional).
+inline const char* const kInferenceVerbs = "eval";
 
 enum class Effect {
   Implemented,  // the recipes honour it
@@ -28,8 +30,10 @@ struct KeySpec {
   Effect effect = Effect::Implemented;
   std::optional<int64_t> min_value;   // Int keys: the smallest accepted value
   std::function<std::string()> computed_default;  // a default that depends on the machine (num_threads)
+  bool training_only = false;         // required for the recipes, optional for kInferenceVerbs
 
   bool applies_to(const std::string& recipe) const;
+  bool required_for(const std::string& recipe) const;
 };
 
 // Every top-level key of a recipe config, in the order a config usually lists them.

@@ -70,7 +70,7 @@ class Validator {
         check_value(entry, spec->value, entry.key, spec->min_value);
     }
     for (const KeySpec& k : recipe_schema()) {
-      if (!k.value.required || !k.applies_to(recipe_) || root.find(k.value.name)) continue;
+      if (!k.required_for(recipe_) || root.find(k.value.name)) continue;
       report(root, "missing required key '" + k.value.name + "' (" + k.value.help + ")");
     }
   }

@@ -161,12 +161,15 @@ void register_components(config::Registry& registry) {
       model_spec("tunebench.models.from_hf_config", "from_hf_config", path_arg,
                  "the architecture described by a checkpoint's config.json"),
       [](const Args& a) { return build_decoder(checkpoint::read_hf_model_args(a.get_string("path"))); });
-  registry.add<TransformerDecoder>(
-      model_spec("tunebench.models.lora_from_hf_config", "lora_from_hf_config", concat(path_arg, lora_arg_specs(false)),
-                 "LoRA on the architecture described by a checkpoint's config.json"),
-      [](const Args& a) {
-        return build_lora_decoder(checkpoint::read_hf_model_args(a.get_string("path")), lora_settings(a));
-      });
+  for (const bool q : {false, true}) {
+    const std::string variant = std::string(q ? "qlora" : "lora") + "_from_hf_config";
+    registry.add<TransformerDecoder>(
+        model_spec("tunebench.models." + variant, variant, concat(path_arg, lora_arg_specs(q)),
+                   std::string(q ? "QLoRA" : "LoRA") + " on the architecture described by a checkpoint's config.json"),
+        [](const Args& a) {
+          return build_lora_decoder(checkpoint::read_hf_model_args(a.get_string("path")), lora_settings(a));
+        });
+  }
 }
 
 }  // namespace tb::models

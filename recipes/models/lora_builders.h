@@ -1,6 +1,5 @@
 // The LoRA / QLoRA variants of the decoder builders (`lora_*`, `qlora_*` components). The settings
-// are torchtune's lora builder arguments; the LoRA subsystem fills build_lora_decoder with a
-// LinearFactory that returns LoRALinear for the targeted projections.
+// are torchtune's lora builder arguments.
 #pragma once
 
 #include <string>
@@ -26,7 +25,12 @@ struct LoraSettings {
 // or a non-positive rank.
 void validate_lora_settings(const LoraSettings& settings);
 
-// Not yet available: throws std::runtime_error until the LoRA recipe lands.
+// Whether the LoRA settings adapt this projection.
+bool lora_targets(const LoraSettings& settings, const ProjectionSite& site);
+
+// The decoder with peft::LoRALinear at every targeted projection (plain linears elsewhere). With
+// quantize_base the model is marked for NF4 (see peft/qlora.h): the recipe quantises the targeted
+// base weights after loading the checkpoint into them. Throws std::invalid_argument for bad settings.
 TransformerDecoder build_lora_decoder(const ModelArgs& args, const LoraSettings& settings);
 
 }  // namespace tb::models

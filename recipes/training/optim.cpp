@@ -31,4 +31,16 @@ void set_lr(torch::optim::Optimizer& optimizer, double lr) {
   for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
 }
 
+int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer, const std::vector<torch::Tensor>& params) {
+  int64_t param_bytes = 0;
+  for (const auto& p : params) param_bytes += p.numel() * static_cast<int64_t>(p.element_size());
+  const auto& group = optimizer.param_groups().front().options();
+  if (const auto* adamw = dynamic_cast<const torch::optim::AdamWOptions*>(&group))
+    return param_bytes * (adamw->amsgrad() ? 3 : 2);
+  if (const auto* adam = dynamic_cast<const torch::optim::AdamOptions*>(&group))
+    return param_bytes * (adam->amsgrad() ? 3 : 2);
+  if (const auto* sgd = dynamic_cast<const torch::optim::SGDOptions*>(&group)) return sgd->momentum() > 0 ? param_bytes : 0;
+  return 0;
+}
+
 }  // namespace tb::training

@@ -38,4 +38,8 @@ torch::Tensor cross_entropy_sum(const torch::Tensor& logits, const torch::Tensor
 double current_lr(const torch::optim::Optimizer& optimizer);
 void set_lr(torch::optim::Optimizer& optimizer, double lr);
 
+// Bytes the optimizer's state will take for `params` once it has stepped (the state is created
+// lazily): AdamW/Adam two moments per element (three with amsgrad), SGD one with momentum.
+int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer, const std::vector<torch::Tensor>& params);
+
 }  // namespace tb::training

@@ -5,12 +5,14 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include "checkpoint/hf_checkpointer.h"
+#include "training/run_checkpoint.h"
 
 namespace fs = std::filesystem;
 
@@ -153,6 +155,30 @@ std::string utc_timestamp() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
+}
+
+nlohmann::json checkpoint_manifest(const config::Config& cfg, const std::string& recipe, int64_t step,
+                                   int64_t epochs_run, double loss, torch::ScalarType dtype) {
+  return {{"step", step},
+          {"epoch", epochs_run},
+          {"loss", std::isfinite(loss) ? nlohmann::json(loss) : nlohmann::json()},
+          {"recipe", recipe},
+          {"compile", cfg.get_bool("compile", false)},
+          {"dtype", dtype == torch::kBFloat16 ? "bf16" : "fp32"},
+          {"time", utc_timestamp()},
+          {"config", cfg.to_yaml()}};
+}
+
+std::string find_resume_folder(const std::optional<std::string>& checkpoint_dir, const std::string& output_dir) {
+  if (checkpoint_dir && read_manifest(*checkpoint_dir)) return *checkpoint_dir;
+  if (auto newest = newest_complete_checkpoint(output_dir)) return newest->path;
+  throw std::runtime_error("resume_from_checkpoint is true but " + output_dir +
+                           " holds no complete checkpoint (and checkpointer.checkpoint_dir is not one)");
+}
+
+bool has_component(const config::Config& cfg, const std::string& key) {
+  const YAML::Node node = cfg.at(key);
+  return node.IsDefined() && node.IsMap();
 }
 
 }  // namespace tb::training

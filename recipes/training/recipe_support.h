@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -49,5 +50,18 @@ RecipeState load_recipe_state(const std::string& folder, torch::optim::Optimizer
 
 // "2026-12-02T15:04:05Z"
 std::string utc_timestamp();
+
+// The manifest of a checkpoint folder (DESIGN.md): step, epoch, loss (null when not finite), recipe,
+// compile, dtype, time and the resolved config.
+nlohmann::json checkpoint_manifest(const config::Config& cfg, const std::string& recipe, int64_t step,
+                                   int64_t epochs_run, double loss, torch::ScalarType dtype);
+
+// Where resume_from_checkpoint resumes: checkpoint_dir when it is a checkpoint of ours (it has a
+// manifest), else the newest complete checkpoint under output_dir. Throws when there is none.
+std::string find_resume_folder(const std::optional<std::string>& checkpoint_dir, const std::string& output_dir);
+
+// A component key of the config that is set (a map with _component_). yaml-cpp throws when asked the
+// type of an absent node, so this asks whether it exists first.
+bool has_component(const config::Config& cfg, const std::string& key);
 
 }  // namespace tb::training

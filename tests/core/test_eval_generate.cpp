@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "config/config.h"
+#include "config/schema.h"
 #include "inference/generate.h"
 #include "test_support.h"
 
@@ -127,8 +128,9 @@ class TestEvalGenerate : public QObject {
     QVERIFY(want.size() > 3);
 
     tb::config::LoadOptions options;
+    options.recipe = tb::config::kInferenceVerbs;
     const auto loaded = tb::config::load_file(writeConfig(variant("fp32_gqa"), "fp32", 1).toStdString(), options);
-    QVERIFY(loaded.ok());
+    QVERIFY2(loaded.ok(), tb::config::format_diagnostics(loaded.diagnostics).c_str());
     tb::inference::GenerateOptions g;
     g.prompt = prompt.toStdString();
     g.max_new_tokens = kNew;

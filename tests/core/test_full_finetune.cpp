@@ -15,6 +15,7 @@
 #include "config/registry.h"
 #include "models/transformer.h"
 #include "recipe.h"
+#include "recipe_test_support.h"
 #include "training/recipe_support.h"
 #include "training/run_checkpoint.h"
 
@@ -22,23 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A real sink: collects what the recipe reports; optionally asks for a stop after a given step.
-struct CollectingLogger : tb::training::MetricLogger {
-  std::vector<tb::training::StepMetrics> steps;
-  std::vector<nlohmann::json> events;
-  tb::RunControl* control = nullptr;
-  int64_t stop_after = -1;
-  void log_step(const tb::training::StepMetrics& m) override {
-    steps.push_back(m);
-    if (control && m.step == stop_after) control->stop = true;
-  }
-  void log_event(const nlohmann::json& e) override { events.push_back(e); }
-  std::vector<double> losses() const {
-    std::vector<double> out;
-    for (const auto& s : steps) out.push_back(s.loss);
-    return out;
-  }
-};
+using tbtest::CollectingLogger;
 
 QString runPython(const QStringList& args) {
   QProcess p;
@@ -179,18 +164,40 @@ class TestFullFinetune : public QObject {
     QCOMPARE(again.steps.size(), size_t(2));
   }
 
-  void divergingLossFailsAndKeepsCheckpoints() {
+  void nanLossFailsAndKeepsCheckpoints() {
+    // A first run leaves complete checkpoints in the output folder.
     const QString out = tmp_.filePath("diverge");
+    CollectingLogger good;
+    tb::RunControl good_control;
+    const auto first = run(out, {"save_every_n_steps=1", "epochs=1"}, good, good_control);
+    QVERIFY2(first.status == tb::RunStatus::Completed, first.message.c_str());
+    const auto before = tb::training::list_checkpoints(out.toStdString());
+    QVERIFY(before.size() >= 2);
+
+    // The same base with one NaN weight: the very first loss is NaN, whatever the optimizer does.
+    const QString poisoned = tmp_.filePath("poisoned");
+    fs::create_directories(poisoned.toStdString());
+    fs::copy_file((base_ + "/config.json").toStdString(), (poisoned + "/config.json").toStdString());
+    auto weights = tb::checkpoint::load_safetensors((base_ + "/model.safetensors").toStdString());
+    auto norm = weights.at("model.norm.weight").clone();
+    norm[0] = std::nan("");
+    weights["model.norm.weight"] = norm;
+    tb::checkpoint::save_safetensors((poisoned + "/model.safetensors").toStdString(), weights);
+
     CollectingLogger logger;
     tb::RunControl control;
-    const auto result = run(out, {"optimizer.lr=1e30", "save_every_n_steps=1", "epochs=1"}, logger, control);
+    const auto result = run(out, {"save_every_n_steps=1", "epochs=1", "model.path=" + poisoned.toStdString(),
+                                  "checkpointer.checkpoint_dir=" + poisoned.toStdString()},
+                            logger, control);
     QCOMPARE(int(result.status), int(tb::RunStatus::Failed));
-    QVERIFY2(QString::fromStdString(result.message).contains("loss is"), result.message.c_str());
+    QVERIFY2(QString::fromStdString(result.message).contains("loss is nan at step 1"), result.message.c_str());
     QCOMPARE(logger.events.back()["status"].get<std::string>(), std::string("failed"));
-    // The checkpoints saved before the failure are complete; none is written for the failed step.
-    for (const auto& info : tb::training::list_checkpoints(out.toStdString())) {
-      QVERIFY(info.complete);
-      QVERIFY(std::isfinite(info.manifest["loss"].get<double>()));
+    // Nothing already saved is touched: the same complete checkpoints, manifests unchanged.
+    const auto after = tb::training::list_checkpoints(out.toStdString());
+    QCOMPARE(after.size(), before.size());
+    for (size_t i = 0; i < after.size(); ++i) {
+      QVERIFY(after[i].complete);
+      QCOMPARE(after[i].manifest.dump(), before[i].manifest.dump());
     }
   }
 

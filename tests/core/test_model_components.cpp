@@ -1,5 +1,5 @@
 // The registry entries of recipes/models and recipes/checkpoint: every name and alias exists, the
-// builders give the architecture they promise, LoRA names validate but say they are not built yet,
+// builders give the architecture they promise, LoRA builders adapt exactly the targeted projections,
 // and the checkpointer turns its config node into options.
 #include <QtTest>
 
@@ -9,6 +9,7 @@
 #include "checkpoint/hf_checkpointer.h"
 #include "config/registry.h"
 #include "models/transformer.h"
+#include "peft/lora_linear.h"
 
 using tb::config::Registry;
 using tb::models::TransformerDecoder;
@@ -71,19 +72,31 @@ class TestModelComponents : public QObject {
     QCOMPARE(l3->args().intermediate_dim, int64_t(48));
   }
 
-  void loraBuildersValidateButAreNotBuiltYet() {
+  void loraBuildersPutLoRAAtTheTargetedProjections() {
     const auto* spec = Registry::builtin().find("lora_llama2_7b");
     std::set<std::string> args;
     for (const auto& a : spec->args) args.insert(a.name);
     for (const char* n : {"lora_attn_modules", "apply_lora_to_mlp", "apply_lora_to_output", "lora_rank", "lora_alpha",
                           "lora_dropout", "quantize_base"})
       QVERIFY2(args.count(n), n);
-    try {
-      Registry::builtin().build<TransformerDecoder>(
-          YAML::Load("{_component_: qlora_llama_tiny_test, lora_attn_modules: [q_proj, v_proj]}"));
-      QFAIL("a LoRA model was built");
-    } catch (const std::runtime_error& e) {
-      QVERIFY2(std::string(e.what()).find("LoRA recipe") != std::string::npos, e.what());
+    auto model = Registry::builtin().build<TransformerDecoder>(
+        YAML::Load("{_component_: qlora_llama_tiny_test, lora_attn_modules: [q_proj, v_proj], apply_lora_to_mlp: true, "
+                   "lora_rank: 4}"));
+    std::set<std::string> adapted;
+    for (const auto& [name, lora] : tb::peft::lora_modules(*model)) {
+      adapted.insert(name);
+      QCOMPARE(lora->rank(), int64_t(4));
+      QVERIFY(lora->quantize_base);  // qlora_: default quantize_base true
+    }
+    std::set<std::string> expected;
+    for (int layer = 0; layer < 2; ++layer)
+      for (const char* p : {"attn.q_proj", "attn.v_proj", "mlp.w1", "mlp.w2", "mlp.w3"})
+        expected.insert("layers." + std::to_string(layer) + "." + p);
+    QCOMPARE(adapted, expected);
+    // A tied model has no output projection to adapt; DoRA is refused, not ignored.
+    for (const char* bad : {"{_component_: lora_llama3_2_1b, lora_attn_modules: [q_proj], apply_lora_to_output: true}",
+                            "{_component_: lora_llama_tiny_test, lora_attn_modules: [q_proj], use_dora: true}"}) {
+      QVERIFY_EXCEPTION_THROWN(Registry::builtin().build<TransformerDecoder>(YAML::Load(bad)), std::exception);
     }
   }
 

@@ -1,0 +1,77 @@
+#include "peft/qlora.h"
+
+#include "checkpoint/hf_checkpointer.h"
+#include "peft/lora_linear.h"
+#include "quant/nf4.h"
+
+namespace tb::peft {
+namespace {
+
+template <typename Fn>
+void for_each_lora(const torch::nn::Module& model, const Fn& fn) {
+  for (const auto& [name, lora] : lora_modules(model)) fn(name, *lora);
+}
+
+std::string strip_compiled_prefix(const std::string& name) {
+  const std::string prefix = "_orig_mod.";
+  return name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
+}
+
+}  // namespace
+
+void mark_for_quantization(torch::nn::Module& model) {
+  for_each_lora(model, [](const std::string&, LoRALinearImpl& lora) { lora.quantize_base = true; });
+}
+
+bool marked_for_quantization(const torch::nn::Module& model) {
+  bool marked = false;
+  for_each_lora(model, [&](const std::string&, LoRALinearImpl& lora) { marked = marked || lora.quantize_base; });
+  return marked;
+}
+
+int64_t quantize_lora_bases(torch::nn::Module& model) {
+  int64_t count = 0;
+  for_each_lora(model, [&](const std::string&, LoRALinearImpl& lora) {
+    if (!lora.quantize_base || lora.quantized_base) return;
+    auto nf4 = std::make_shared<const quant::NF4Weight>(quant::quantize_nf4(lora.weight.detach()));
+    lora.quantized_base = nf4;
+    lora.base_forward = [nf4](const torch::Tensor& x) { return quant::linear_nf4(x, nf4); };
+    // The full-precision copy goes; the parameter stays registered (empty) so names do not change.
+    torch::NoGradGuard no_grad;
+    lora.weight.set_data(torch::empty({0}, lora.weight.options()));
+    ++count;
+  });
+  return count;
+}
+
+checkpoint::StateDict base_weights(const torch::nn::Module& model, torch::ScalarType dtype) {
+  checkpoint::StateDict state = checkpoint::base_model_state(model);
+  for_each_lora(model, [&](const std::string& name, LoRALinearImpl& lora) {
+    if (lora.quantized_base)
+      state[strip_compiled_prefix(name) + ".weight"] = quant::dequantize_nf4(*lora.quantized_base, dtype);
+  });
+  return state;
+}
+
+ParameterBytes parameter_bytes(const torch::nn::Module& model) {
+  ParameterBytes out;
+  for (const auto& item : model.parameters()) {
+    const int64_t bytes = item.numel() * static_cast<int64_t>(item.element_size());
+    if (item.requires_grad()) {
+      out.trainable += bytes;
+      out.trainable_params += item.numel();
+    } else {
+      out.frozen += bytes;
+      out.frozen_params += item.numel();
+    }
+  }
+  for_each_lora(model, [&](const std::string&, LoRALinearImpl& lora) {
+    if (!lora.quantized_base) return;
+    out.frozen += lora.quantized_base->bytes();
+    out.frozen_params += lora.quantized_base->numel();
+    out.nf4_params += lora.quantized_base->numel();
+  });
+  return out;
+}
+
+}  // namespace tb::peft

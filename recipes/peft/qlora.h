@@ -1,0 +1,36 @@
+// QLoRA: the frozen base weight of each LoRALinear stored in NF4 (quant/nf4.h) instead of fp32/bf16.
+// A qlora_* builder marks the model; after the recipe has loaded the checkpoint into the base
+// weights, quantize_lora_bases replaces each marked base by its NF4 form, frees the full-precision
+// tensor and routes the base path through linear_nf4. Saving dequantises again (base_weights).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "checkpoint/hf_convert.h"
+
+namespace tb::peft {
+
+// Records on the model that its LoRA bases are to be quantised (a buffer-free flag on the module).
+void mark_for_quantization(torch::nn::Module& model);
+bool marked_for_quantization(const torch::nn::Module& model);
+
+// Quantises the base weight of every LoRALinear in `model` to NF4 (blocks of 64, scales of 256).
+// Returns the number of weights quantised. Idempotent.
+int64_t quantize_lora_bases(torch::nn::Module& model);
+
+// The model's base weights under our names (as checkpoint::base_model_state), with every NF4 base
+// dequantised to `dtype` so that a checkpoint can be written from them.
+checkpoint::StateDict base_weights(const torch::nn::Module& model, torch::ScalarType dtype);
+
+// Bytes of the model's parameters by role, for the memory line before training.
+struct ParameterBytes {
+  int64_t frozen = 0;       // frozen weights as stored (NF4 bases at their packed size)
+  int64_t trainable = 0;    // weights that train
+  int64_t frozen_params = 0, trainable_params = 0, nf4_params = 0;  // element counts
+};
+ParameterBytes parameter_bytes(const torch::nn::Module& model);
+
+}  // namespace tb::peft
