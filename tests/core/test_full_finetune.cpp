@@ -164,6 +164,20 @@ class TestFullFinetune : public QObject {
     QCOMPARE(again.steps.size(), size_t(2));
   }
 
+  void relativeOutputDirHoldsTheModelFiles() {
+    // The bundled configs name output_dir relative to where the run starts.
+    const QString cwd = QDir::currentPath();
+    QVERIFY(QDir::setCurrent(tmp_.path()));
+    CollectingLogger logger;
+    tb::RunControl control;
+    const auto r = run("relative_out", {"max_steps_per_epoch=0", "epochs=1"}, logger, control);
+    QDir::setCurrent(cwd);
+    QVERIFY2(r.status == tb::RunStatus::Completed, r.message.c_str());
+    for (const char* file : {"config.json", "model.safetensors.index.json", "model-00001-of-00001.safetensors",
+                             "recipe_state.json", "tunebench_checkpoint.json"})
+      QVERIFY2(fs::exists(tmp_.filePath(QString("relative_out/epoch_0/") + file).toStdString()), file);
+  }
+
   void nanLossFailsAndKeepsCheckpoints() {
     // A first run leaves complete checkpoints in the output folder.
     const QString out = tmp_.filePath("diverge");
