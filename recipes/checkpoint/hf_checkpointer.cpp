@@ -9,6 +9,7 @@
 
 #include "checkpoint/hf_config.h"
 #include "checkpoint/safetensors.h"
+#include "models/compiled_names.h"
 
 namespace tb::checkpoint {
 
@@ -28,11 +29,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::string strip_compiled_prefix(std::string name) {
-  static const std::string prefix = "_orig_mod.";
-  while (name.compare(0, prefix.size(), prefix) == 0) name.erase(0, prefix.size());
-  return name;
-}
+using models::strip_compiled_prefix;
 
 std::string shard_name(size_t k, size_t n) {
   char buf[64];

@@ -4,6 +4,8 @@
 #include <regex>
 #include <stdexcept>
 
+#include "models/compiled_names.h"
+
 namespace tb::checkpoint {
 
 namespace {
@@ -28,11 +30,7 @@ const std::vector<LayerName>& layer_names() {
   return names;
 }
 
-std::string strip_compiled_prefix(std::string name) {
-  static const std::string prefix = "_orig_mod.";
-  while (name.compare(0, prefix.size(), prefix) == 0) name.erase(0, prefix.size());
-  return name;
-}
+using models::strip_compiled_prefix;
 
 std::string shape_text(const torch::Tensor& t) {
   std::string s = "[";

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include "models/compiled_names.h"
+
 namespace tb::models {
 
 torch::nn::AnyModule make_plain_linear(const ProjectionSite& site) {
@@ -169,10 +171,7 @@ bool is_base_parameter(const std::string& full_name) {
   static const std::regex base(
       R"((tok_embeddings\.weight|norm\.scale|output\.weight|)"
       R"(layers\.\d+\.(sa_norm\.scale|mlp_norm\.scale|attn\.(q|k|v|output)_proj\.weight|mlp\.w[123]\.weight)))");
-  std::string name = full_name;
-  static const std::string compiled = "_orig_mod.";
-  while (name.compare(0, compiled.size(), compiled) == 0) name.erase(0, compiled.size());
-  return std::regex_match(name, base);
+  return std::regex_match(strip_compiled_prefix(full_name), base);
 }
 
 void init_weights(torch::nn::Module& model, uint64_t seed, double std) {

@@ -12,6 +12,7 @@
 
 #include "checkpoint/hf_checkpointer.h"
 #include "checkpoint/safetensors.h"
+#include "models/compiled_names.h"
 #include "models/transformer.h"
 
 namespace fs = std::filesystem;
@@ -20,13 +21,9 @@ namespace tb::peft {
 
 namespace {
 
-const std::string kCompiledPrefix = "_orig_mod.";
 const std::string kPeftPrefix = "base_model.model.";
 
-std::string strip_compiled_prefix(std::string name) {
-  while (name.compare(0, kCompiledPrefix.size(), kCompiledPrefix) == 0) name.erase(0, kCompiledPrefix.size());
-  return name;
-}
+using models::strip_compiled_prefix;
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -456,7 +453,7 @@ void load_adapter_into(torch::nn::Module& model, const StateDict& adapter, const
   std::vector<std::string> unexpected;
   if (used + mismatched.size() != adapter.size())
     for (const auto& [name, tensor] : adapter)
-      if (!model.named_parameters().contains(name) && !model.named_parameters().contains("_orig_mod." + name))
+      if (!model.named_parameters().contains(name) && !model.named_parameters().contains(std::string(models::kCompiledPrefix) + name))
         unexpected.push_back(name);
   if (!missing.empty() || !mismatched.empty() || !unexpected.empty()) {
     std::string why;

@@ -1,6 +1,7 @@
 #include "peft/qlora.h"
 
 #include "checkpoint/hf_checkpointer.h"
+#include "models/compiled_names.h"
 #include "peft/lora_linear.h"
 #include "quant/nf4.h"
 
@@ -12,10 +13,7 @@ void for_each_lora(const torch::nn::Module& model, const Fn& fn) {
   for (const auto& [name, lora] : lora_modules(model)) fn(name, *lora);
 }
 
-std::string strip_compiled_prefix(const std::string& name) {
-  const std::string prefix = "_orig_mod.";
-  return name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
-}
+using models::strip_compiled_prefix;
 
 }  // namespace
 
