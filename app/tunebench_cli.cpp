@@ -15,6 +15,7 @@
 
 #include "config/config.h"
 #include "config/schema.h"
+#include "bench/step_bench.h"
 #include "config/suggest.h"
 #include "inference/evaluate.h"
 #include "inference/generate.h"
@@ -238,15 +239,91 @@ int cmd_generate(const std::string& config, const std::vector<std::string>& over
   return kOk;
 }
 
-// Hook for the compile benchmark (the compile issue).
-int not_available(const std::string& what) { return fail(what + " is not available yet in this version"); }
+// ---- bench ----------------------------------------------------------------------------------------------
+
+// Progress on stderr, a readable summary, then the figures as the last line of stdout.
+int cmd_bench_step(const std::string& config, std::vector<std::string> overrides, std::string recipe_name,
+                   const tb::bench::StepBenchOptions& base_options) {
+  if (recipe_name.empty()) {
+    const std::string path = tb::config::find_config(config);
+    if (path.empty()) return fail("no bundled config or file named '" + config + "' (see 'tunebench-cli ls')");
+    recipe_name = tb::config::recipe_for_config(path);
+  }
+  const tb::RecipeInfo* recipe = tb::find_recipe(recipe_name);
+  if (!recipe) return fail("bench step: no recipe '" + recipe_name + "' (name it with --recipe)");
+  std::error_code ec;
+  const fs::path scratch = fs::temp_directory_path(ec) / ("tunebench-bench-" + std::to_string(::getpid()));
+  const auto bench = tb::bench::bench_overrides(base_options, scratch.string());
+  overrides.insert(overrides.end(), bench.begin(), bench.end());  // last, so they win
+  auto cfg = load(config, overrides, recipe_name, true);
+  if (!cfg) return kUserError;
+
+  tb::bench::StepBenchOptions options = base_options;
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  if (tty) options.progress = [](int64_t done, int64_t total) { std::cerr << "\rbench: step " << done << "/" << total << std::flush; };
+  int code = kOk;
+  try {
+    const nlohmann::json figures = tb::bench::bench_steps(*recipe, *cfg, options);
+    if (tty) std::cerr << "\n";
+    std::cout << recipe->name << ": " << figures["tokens_per_s"].get<double>() << " tokens/s (median of "
+              << options.steps << " steps, " << figures["threads"].get<int>() << " threads), first step "
+              << figures["first_step_s"].get<double>() << " s, peak " << figures["peak_memory_gib"].get<double>()
+              << " GiB against weights + gradients + optimizer " << figures["floor_gib"].get<double>() << " GiB\n";
+    std::cout << figures.dump() << "\n";
+  } catch (const std::exception& e) {
+    if (tty) std::cerr << "\n";
+    code = fail(e.what());
+  }
+  fs::remove_all(scratch, ec);
+  return code;
+}
+
+// Eager, then compiled, on the same config and batches in this process; the last line is the
+// comparison (DESIGN.md "Compile"; the compile issue's table).
+int cmd_bench_compile(const std::string& config, const std::vector<std::string>& overrides,
+                      const tb::bench::StepBenchOptions& options) {
+  const std::string path = tb::config::find_config(config);
+  if (path.empty()) return fail("no bundled config or file named '" + config + "' (see 'tunebench-cli ls')");
+  const std::string recipe_name = tb::config::recipe_for_config(path);
+  const tb::RecipeInfo* recipe = tb::find_recipe(recipe_name);
+  if (!recipe) return fail("bench compile: the config names no recipe of this version ('" + recipe_name + "')");
+  std::error_code ec;
+  const fs::path scratch = fs::temp_directory_path(ec) / ("tunebench-bench-" + std::to_string(::getpid()));
+  nlohmann::json figures[2];
+  int code = kOk;
+  for (int compiled = 0; compiled < 2 && code == kOk; ++compiled) {
+    auto all = overrides;
+    const auto bench = tb::bench::bench_overrides(options, (scratch / (compiled ? "compiled" : "eager")).string());
+    all.insert(all.end(), bench.begin(), bench.end());
+    all.push_back(compiled ? "compile=true" : "compile=false");
+    auto cfg = load(config, all, recipe_name, true);
+    if (!cfg) {
+      code = kUserError;
+      break;
+    }
+    try {
+      figures[compiled] = tb::bench::bench_steps(*recipe, *cfg, options);
+      std::cerr << (compiled ? "compiled: " : "eager:    ") << figures[compiled]["tokens_per_s"].get<double>()
+                << " tokens/s, first step " << figures[compiled]["first_step_s"].get<double>() << " s\n";
+    } catch (const std::exception& e) {
+      code = fail(e.what());
+    }
+  }
+  fs::remove_all(scratch, ec);
+  if (code != kOk) return code;
+  const auto line = tb::bench::compare_eager_and_compiled(figures[0], figures[1]);
+  std::cout << "speed-up " << line["speedup"].get<double>() << "x, warm-up " << line["compile_warmup_s"].get<double>()
+            << " s, losses within " << line["loss_max_rel_diff"].get<double>() << " (relative)\n";
+  std::cout << line.dump() << "\n";
+  return kOk;
+}
 
 struct Args {
   std::string config, recipe, source, destination;
   std::vector<std::string> overrides;
   bool force = false, no_components = false;
   tb::inference::GenerateOptions generate;
-  int steps = 20;
+  tb::bench::StepBenchOptions bench;
 };
 
 void add_overrides(CLI::App* cmd, Args& a) {
@@ -295,9 +372,17 @@ int run_cli(int argc, char** argv) {
 
   CLI::App* bench = app.add_subcommand("bench", "benchmarks");
   bench->require_subcommand(1);
+  CLI::App* bench_step = bench->add_subcommand(
+      "step", "a recipe's training step: median tokens/s, first step, peak memory against weights + grads + optimizer");
+  bench_step->add_option("--config", a.config, "bundled config name (e.g. bench/stories15m_full) or YAML file")->required();
+  bench_step->add_option("--recipe", a.recipe, "recipe to run (default: the one the config names)");
+  bench_step->add_option("--steps", a.bench.steps, "measured steps")->capture_default_str();
+  bench_step->add_option("--warmup", a.bench.warmup, "steps run first, not measured")->capture_default_str();
+  add_overrides(bench_step, a);
   CLI::App* bench_compile = bench->add_subcommand("compile", "eager vs compiled training step: speed, warm-up, parity");
   bench_compile->add_option("--config", a.config, "bundled config name or YAML file")->required();
-  bench_compile->add_option("--steps", a.steps, "measured steps")->capture_default_str();
+  bench_compile->add_option("--steps", a.bench.steps, "measured steps")->capture_default_str();
+  bench_compile->add_option("--warmup", a.bench.warmup, "steps run first, not measured")->capture_default_str();
   add_overrides(bench_compile, a);
 
   // CLI11 would only say "a subcommand is required" for a misspelled command.
@@ -327,7 +412,8 @@ int run_cli(int argc, char** argv) {
   if (*run) return cmd_run(a.recipe, a.config, a.overrides);
   if (*eval) return cmd_eval(a.config, a.overrides);
   if (*generate) return cmd_generate(a.config, a.overrides, a.generate);
-  if (*bench_compile) return not_available("bench compile");
+  if (*bench_step) return cmd_bench_step(a.config, a.overrides, a.recipe, a.bench);
+  if (*bench_compile) return cmd_bench_compile(a.config, a.overrides, a.bench);
   return fail("no command given (see --help)");
 }
 

@@ -68,6 +68,7 @@ ParameterBytes parameter_bytes(const torch::nn::Module& model) {
     out.frozen += lora.quantized_base->bytes();
     out.frozen_params += lora.quantized_base->numel();
     out.nf4_params += lora.quantized_base->numel();
+    out.nf4_bytes += lora.quantized_base->bytes();
   });
   return out;
 }

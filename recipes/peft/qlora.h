@@ -30,6 +30,7 @@ struct ParameterBytes {
   int64_t frozen = 0;       // frozen weights as stored (NF4 bases at their packed size)
   int64_t trainable = 0;    // weights that train
   int64_t frozen_params = 0, trainable_params = 0, nf4_params = 0;  // element counts
+  int64_t nf4_bytes = 0;    // of `frozen`: the NF4 bases (codes, scales, their scales)
 };
 ParameterBytes parameter_bytes(const torch::nn::Module& model);
 

@@ -60,6 +60,12 @@ nlohmann::json checkpoint_manifest(const config::Config& cfg, const std::string&
 // manifest), else the newest complete checkpoint under output_dir. Throws when there is none.
 std::string find_resume_folder(const std::optional<std::string>& checkpoint_dir, const std::string& output_dir);
 
+// What the weights, gradients and optimizer states of a run take, before it starts: an "info" event
+// whose message is the readable line and whose "memory" object holds the bytes (frozen_bytes,
+// trainable_bytes, gradient_bytes, optimizer_bytes, and the element counts), for the bench and the GUI.
+nlohmann::json memory_budget_event(const torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
+                                   const std::vector<torch::Tensor>& trainable);
+
 // A component key of the config that is set (a map with _component_). yaml-cpp throws when asked the
 // type of an absent node, so this asks whether it exists first.
 bool has_component(const config::Config& cfg, const std::string& key);

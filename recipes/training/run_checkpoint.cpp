@@ -1,6 +1,9 @@
 #include "training/run_checkpoint.h"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <filesystem>
@@ -23,6 +26,33 @@ void write_text_synced(const fs::path& path, const std::string& text) {
   ::sync();
 }
 
+// The pid that a `.tmp_<name>_<pid>` or `.old_<name>_<pid>` folder belongs to, when that process is
+// gone; 0 otherwise (not such a folder, our own, or still running: perhaps another run saving here).
+pid_t dead_owner(const std::string& folder_name) {
+  if (folder_name.rfind(".tmp_", 0) != 0 && folder_name.rfind(".old_", 0) != 0) return 0;
+  const size_t cut = folder_name.rfind('_');
+  const std::string digits = folder_name.substr(cut + 1);
+  if (cut < 5 || digits.empty() || !std::all_of(digits.begin(), digits.end(), ::isdigit)) return 0;
+  const pid_t pid = static_cast<pid_t>(std::stol(digits));
+  if (pid <= 0 || pid == ::getpid()) return 0;
+  return (::kill(pid, 0) != 0 && errno == ESRCH) ? pid : 0;
+}
+
+// What a process killed during a save left behind: its half-filled temporary folder is deleted, and
+// an older checkpoint it had moved aside but not yet replaced goes back in place.
+void recover_interrupted_saves(const fs::path& output_dir) {
+  std::error_code ec;
+  std::vector<fs::path> leftovers;
+  for (const auto& entry : fs::directory_iterator(output_dir, ec))
+    if (entry.is_directory(ec) && dead_owner(entry.path().filename().string()) != 0) leftovers.push_back(entry.path());
+  for (const fs::path& folder : leftovers) {
+    const std::string n = folder.filename().string();
+    const fs::path original = output_dir / n.substr(5, n.rfind('_') - 5);
+    if (n.rfind(".old_", 0) == 0 && !fs::exists(original, ec)) fs::rename(folder, original, ec);
+    else fs::remove_all(folder, ec);
+  }
+}
+
 }  // namespace
 
 std::string write_checkpoint_folder(const std::string& output_dir, const std::string& name,
@@ -31,6 +61,7 @@ std::string write_checkpoint_folder(const std::string& output_dir, const std::st
   const fs::path final_path = fs::path(output_dir) / name;
   const fs::path tmp = fs::path(output_dir) / (".tmp_" + name + "_" + std::to_string(::getpid()));
   fs::create_directories(output_dir);
+  recover_interrupted_saves(output_dir);
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   try {

@@ -17,7 +17,8 @@ inline constexpr const char* kManifestName = "tunebench_checkpoint.json";
 
 // Creates `<output_dir>/<name>` atomically: `fill` writes the files into a temporary sibling folder,
 // then the manifest is written there and the folder renamed over any older one of the same name.
-// On an exception nothing is left but the previous checkpoints. Returns the final path.
+// On an exception nothing is left but the previous checkpoints. What a process killed mid-save left in
+// output_dir (its temporary folder, an old checkpoint moved aside) is cleaned up first. Returns the final path.
 std::string write_checkpoint_folder(const std::string& output_dir, const std::string& name,
                                     const std::function<void(const std::string& folder)>& fill,
                                     const nlohmann::json& manifest);

@@ -2,10 +2,12 @@
 // signal.
 #include <QtTest>
 
+#include <cmath>
 #include <csignal>
 
 #include "config/registry.h"
 #include "recipe.h"
+#include "training/run_checkpoint.h"
 
 namespace {
 
@@ -302,6 +304,52 @@ class TestCli : public QObject {
     QCOMPARE(lines.last().value("status").toString(), QString("stopped"));
   }
 
+  // SIGKILL (no handler runs) while a checkpoint is being written: every checkpoint folder is complete
+  // or absent, the newest complete one resumes, and the next save clears what the dead run left.
+  void killDuringSaveLeavesALoadableCheckpoint() {
+    if (!tb::find_recipe("full_finetune_single_device")) QSKIP("full_finetune_single_device is not built in yet");
+    QTemporaryDir dir;
+    const QString out = dir.filePath("out");
+    const QStringList data = {"dataset.num_samples=1000000", "save_every_n_steps=1"};
+    QProcess p;
+    p.start(cli_, tinyRun(out, data + QStringList{"max_steps_per_epoch=null"}));
+    QVERIFY(p.waitForStarted());
+    auto saving = [&] { return !QDir(out).entryList({".tmp_*"}, QDir::Dirs | QDir::Hidden).isEmpty(); };
+    QElapsedTimer timer;
+    timer.start();
+    bool caught = false;
+    while (timer.elapsed() < 60000 && p.state() == QProcess::Running) {
+      // A later save under way, once an earlier one is complete: kill it right there.
+      if (saving() && tb::training::newest_complete_checkpoint(out.toStdString())) {
+        ::kill(static_cast<pid_t>(p.processId()), SIGKILL);
+        caught = true;
+        break;
+      }
+      QThread::usleep(200);
+    }
+    if (!caught) p.kill();
+    QVERIFY(p.waitForFinished(30000));
+    QVERIFY2(caught, "never saw a save under way after a complete checkpoint");
+    QCOMPARE(p.exitStatus(), QProcess::CrashExit);
+
+    for (const auto& c : tb::training::list_checkpoints(out.toStdString())) QVERIFY2(c.complete, c.path.c_str());
+    const auto newest = tb::training::newest_complete_checkpoint(out.toStdString());
+    QVERIFY(newest.has_value());
+    const int64_t step = newest->step;
+    QVERIFY(step >= 1);
+
+    Result resumed = run(tinyRun(out, data + QStringList{"resume_from_checkpoint=true",
+                                                         "max_steps_per_epoch=" + QString::number(step + 2)}));
+    QVERIFY2(resumed.code == 0, qPrintable(resumed.err + resumed.out));
+    QVERIFY2(resumed.out.contains("resumed from") && resumed.out.contains("at step " + QString::number(step)),
+             qPrintable(resumed.out));
+    int64_t last = 0;
+    for (const QJsonObject& o : jsonLines(out + "/logs/metrics.jsonl"))
+      if (o.contains("step") && !o.contains("event")) last = o.value("step").toInteger();
+    QCOMPARE(last, step + 2);
+    QVERIFY2(!saving(), "the killed run's temporary folder is still there");
+  }
+
   void evalAndGenerateNameAMissingConfig_data() {
     QTest::addColumn<QStringList>("args");
     QTest::newRow("eval") << QStringList{"eval", "--config", "no_such_config.yaml"};
@@ -312,8 +360,62 @@ class TestCli : public QObject {
     expectOneLineError(run(args), "no_such_config.yaml");
   }
 
-  void benchCompileIsNotYetAvailable() {
-    expectOneLineError(run({"bench", "compile", "--config", "x.yaml", "--steps", "3"}), "not available yet");
+  // bench step runs the real recipe and reports figures we can check by hand: llama_tiny_test
+  // (vocab 512, dim 64, 2 layers, 4 heads on 2 kv heads of 16, hidden 128, untied head) has 139584
+  // parameters, and full AdamW in fp32 keeps 4 bytes of weight, 4 of gradient and 8 of moments each.
+  void benchStepReportsTheMemoryBudgetAndSpeed() {
+    if (!tb::find_recipe("full_finetune_single_device")) QSKIP("full_finetune_single_device is not built in yet");
+    Result r = run({"bench", "step", "--config", fixture("tiny_random_full.yaml"), "--steps", "3", "--warmup", "1",
+                    "tokenizer.path=" + QString(TB_SOURCE_DIR) + "/resources/tokenizer/tokenizer.model"});
+    QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+    const QStringList lines = r.out.trimmed().split('\n');
+    const QJsonObject f = QJsonDocument::fromJson(lines.last().toUtf8()).object();
+    QVERIFY2(!f.isEmpty(), qPrintable(r.out));
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    const qint64 dim = 64, vocab = 512, kv = 2 * 16, hidden = 128;
+    const qint64 per_layer = 2 * dim * dim + 2 * kv * dim + 3 * hidden * dim + 2 * dim;
+    const qint64 params = 2 * vocab * dim + 2 * per_layer + dim;
+    QCOMPARE(params, qint64(139584));
+    QCOMPARE(f.value("recipe").toString(), QString("full_finetune_single_device"));
+    QCOMPARE(qint64(f.value("trainable_params").toDouble()), params);
+    QCOMPARE(qint64(f.value("frozen_params").toDouble()), qint64(0));
+    QCOMPARE(qint64(std::llround(f.value("optimizer_states_gib").toDouble() * gib)), params * 8);
+    QCOMPARE(qint64(std::llround(f.value("floor_gib").toDouble() * gib)), params * 16);
+    QCOMPARE(f.value("tokens_per_step").toInt(), 2 * 15);  // batch 2 x (16 - 1) shifted labels
+    QCOMPARE(f.value("steps").toInt(), 3);
+    QCOMPARE(f.value("threads").toInt(), 1);  // the config's num_threads
+    QVERIFY(f.value("tokens_per_s").toDouble() > 0);
+    QVERIFY(f.value("median_step_s").toDouble() > 0);
+    // Every measured step holds the weights, gradients and both moments at once.
+    QVERIFY2(f.value("peak_memory_gib").toDouble() >= f.value("floor_gib").toDouble(), qPrintable(lines.last()));
+  }
+
+  void benchStepNeedsEnoughData() {
+    if (!tb::find_recipe("full_finetune_single_device")) QSKIP("full_finetune_single_device is not built in yet");
+    Result r = run({"bench", "step", "--config", fixture("tiny_random_full.yaml"), "--steps", "5", "--warmup", "0",
+                    "dataset.num_samples=4",
+                    "tokenizer.path=" + QString(TB_SOURCE_DIR) + "/resources/tokenizer/tokenizer.model"});
+    expectOneLineError(r, "the run ended after 2 of 5 steps");
+  }
+
+  // bench compile: eager and compiled on the same batches, one comparison line.
+  void benchCompileComparesEagerAndCompiled() {
+    if (!tb::find_recipe("full_finetune_single_device")) QSKIP("full_finetune_single_device is not built in yet");
+    Result r = run({"bench", "compile", "--config", fixture("tiny_random_full.yaml"), "--steps", "3", "--warmup", "1",
+                    "tokenizer.path=" + QString(TB_SOURCE_DIR) + "/resources/tokenizer/tokenizer.model"});
+    QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+    const QJsonObject f = QJsonDocument::fromJson(r.out.trimmed().split('\n').last().toUtf8()).object();
+    for (const char* key : {"recipe", "eager_tokens_per_s", "compile_tokens_per_s", "speedup", "eager_first_step_s",
+                            "compile_first_step_s", "compile_warmup_s", "loss_max_rel_diff", "eager_peak_memory_gib",
+                            "compile_peak_memory_gib"})
+      QVERIFY2(f.contains(key), key);
+    QCOMPARE(f.value("recipe").toString(), QString("full_finetune_single_device"));
+    QCOMPARE(f.value("compile_fallback").toBool(), false);
+    QCOMPARE(f.value("compared_steps").toInt(), 4);
+    QVERIFY2(f.value("loss_max_rel_diff").toDouble() < 1e-3, qPrintable(r.out));
+    QVERIFY(f.value("compile_warmup_s").toDouble() > 0);
+    const double ratio = f.value("compile_tokens_per_s").toDouble() / f.value("eager_tokens_per_s").toDouble();
+    QVERIFY(std::abs(ratio - f.value("speedup").toDouble()) < 1e-9);
   }
 
   void closedStdoutIsNotASignal() {

@@ -66,7 +66,7 @@ class TestFullFinetune : public QObject {
     auto loaded = tb::config::load_text(configText(output_dir), "test.yaml", options);
     if (!loaded.ok()) {
       qWarning("%s", tb::config::format_diagnostics(loaded.diagnostics).c_str());
-      return {tb::RunStatus::Failed, "config invalid"};
+      return {tb::RunStatus::Failed, "config invalid", 0, 0, {}};
     }
     logger.control = &control;
     return tb::find_recipe("full_finetune_single_device")->run(*loaded.config, logger, control);

@@ -1,0 +1,233 @@
+#include "compile/compiled_decoder.h"
+
+#include <torch/version.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include <unistd.h>
+
+#include <ATen/Parallel.h>
+
+#include "compile/fused_kernels.h"
+#include "training/recipe_support.h"
+
+namespace fs = std::filesystem;
+
+namespace tb::compile {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// The fused step's pieces that exist today; the rest of the layer runs as the eager modules do.
+torch::Tensor compiled_layer(models::TransformerSelfAttentionLayerImpl& layer, const torch::Tensor& x,
+                             const models::PositionInfo& pos) {
+  const auto h = x + layer.attn->forward(fused_rms_norm(x, layer.sa_norm->scale, layer.sa_norm->eps), pos);
+  const auto n = fused_rms_norm(h, layer.mlp_norm->scale, layer.mlp_norm->eps);
+  auto& mlp = *layer.mlp;
+  return h + mlp.w2.forward(fused_swiglu(mlp.w1.forward(n), mlp.w3.forward(n)));
+}
+
+double relative(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-12); }
+
+}  // namespace
+
+nlohmann::json CompilePlan::to_json() const { return {{"ce_chunk_rows", ce_chunk_rows}}; }
+
+CompiledDecoderImpl::CompiledDecoderImpl(models::TransformerDecoder original) : orig_(std::move(original)) {
+  register_module("_orig_mod", orig_);
+}
+
+torch::Tensor CompiledDecoderImpl::forward_hidden(const torch::Tensor& tokens, const torch::Tensor& input_pos) {
+  auto& m = *orig_;
+  auto h = m.tok_embeddings->forward(tokens);
+  const auto pos = m.make_positions(tokens.size(0), tokens.size(1), input_pos, {}, tokens.device());
+  for (int64_t i = 0; i < m.num_layers(); ++i) h = compiled_layer(m.layer(i), h, pos);
+  return fused_rms_norm(h, m.norm->scale, m.norm->eps);
+}
+
+torch::Tensor CompiledDecoderImpl::output_weight() {
+  auto& m = *orig_;
+  if (m.tied()) return m.tok_embeddings->weight;
+  const auto params = m.output.ptr()->named_parameters(/*recurse=*/true);
+  if (params.size() == 1 && params.contains("weight")) return params["weight"];
+  return {};  // LoRA on the output: its own forward
+}
+
+torch::Tensor CompiledDecoderImpl::token_loss_sum(const torch::Tensor& hidden, const torch::Tensor& labels,
+                                                  const training::LossSpec& spec) {
+  const auto weight = output_weight();
+  if (!weight.defined()) return training::token_loss_sum(*orig_, hidden, labels, spec);
+  return fused_linear_cross_entropy(hidden.reshape({-1, hidden.size(-1)}), weight, labels.reshape({-1}),
+                                    spec.ignore_index, plan.ce_chunk_rows);
+}
+
+CompiledDecoder wrap_compile(models::TransformerDecoder model) { return CompiledDecoder(std::move(model)); }
+
+// ---- plan cache ------------------------------------------------------------------------------------------
+
+std::string plan_cache_dir() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return (fs::path(xdg) / "tunebench" / "compile").string();
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return (fs::path(home) / ".cache" / "tunebench" / "compile").string();
+  return (fs::temp_directory_path() / "tunebench-compile-cache").string();
+}
+
+std::string plan_cache_key(const models::ModelArgs& a, torch::ScalarType dtype, int64_t batch, int64_t seq_len) {
+  std::ostringstream key;
+  key << "v1 vocab=" << a.vocab_size << " layers=" << a.num_layers << " heads=" << a.num_heads
+      << " kv=" << a.num_kv_heads << " dim=" << a.embed_dim << " hidden=" << a.intermediate_dim
+      << " tied=" << a.tie_word_embeddings << " dtype=" << c10::toString(dtype) << " batch=" << batch
+      << " seq=" << seq_len << " isa=" << instruction_set() << " threads=" << at::get_num_threads()
+      << " libtorch=" << TORCH_VERSION_MAJOR << "." << TORCH_VERSION_MINOR << "." << TORCH_VERSION_PATCH;
+  return key.str();
+}
+
+namespace {
+fs::path plan_path(const std::string& key) {
+  std::ostringstream name;
+  name << std::hex << std::hash<std::string>{}(key) << ".json";
+  return fs::path(plan_cache_dir()) / name.str();
+}
+}  // namespace
+
+std::optional<CompilePlan> load_cached_plan(const std::string& key) {
+  std::ifstream in(plan_path(key));
+  if (!in) return std::nullopt;
+  const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || j.value("key", "") != key || !j.contains("plan")) return std::nullopt;  // another key's hash
+  CompilePlan plan;
+  plan.ce_chunk_rows = j["plan"].value("ce_chunk_rows", int64_t{0});
+  if (plan.ce_chunk_rows < 1) return std::nullopt;
+  return plan;
+}
+
+void store_plan(const std::string& key, const CompilePlan& plan) {
+  std::error_code ec;
+  const fs::path path = plan_path(key);
+  fs::create_directories(path.parent_path(), ec);
+  const fs::path tmp = path.string() + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp);
+    out << nlohmann::json{{"key", key}, {"plan", plan.to_json()}}.dump(2) << "\n";
+    if (!out) return;
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) fs::remove(tmp, ec);
+}
+
+// ---- warm-up ---------------------------------------------------------------------------------------------
+
+nlohmann::json WarmupReport::event() const {
+  nlohmann::json e = {{"event", "compile"},           {"seconds", seconds},
+                      {"cache_hit", cache_hit},        {"fallback", fallback},
+                      {"loss_rel_diff", loss_rel_diff}, {"grad_rel_diff", grad_rel_diff}};
+  if (!reason.empty()) e["reason"] = reason;
+  return e;
+}
+
+namespace {
+
+std::vector<torch::Tensor> take_grads(const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> out;
+  for (auto p : params) {
+    out.push_back(p.grad().defined() ? p.grad().detach().clone() : torch::Tensor());
+    p.mutable_grad() = torch::Tensor();
+  }
+  return out;
+}
+
+// The chunk size of the fused loss that runs fastest here, timed on this batch's hidden states.
+CompilePlan tune(CompiledDecoderImpl& compiled, const torch::Tensor& hidden, const torch::Tensor& labels,
+                 const training::LossSpec& spec) {
+  const auto weight = compiled.output_weight();
+  CompilePlan best;
+  if (!weight.defined()) return best;
+  const auto h = hidden.detach().reshape({-1, hidden.size(-1)}).requires_grad_(true);
+  const int64_t rows = h.size(0);
+  double best_s = INFINITY;
+  for (int64_t chunk : {256, 512, 1024, 2048}) {
+    if (chunk > rows && chunk != 256) break;
+    const auto start = Clock::now();
+    fused_linear_cross_entropy(h, weight, labels.reshape({-1}), spec.ignore_index, chunk);  // gradients included
+    const double s = seconds_since(start);
+    if (s < best_s) {
+      best_s = s;
+      best.ce_chunk_rows = chunk;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+WarmupReport warm_up(CompiledDecoderImpl& compiled, const data::TensorBatch& batch, const training::LossSpec& spec,
+                     const std::vector<torch::Tensor>& params, double tolerance) {
+  const auto start = Clock::now();
+  WarmupReport report;
+  auto& model = *compiled.orig_mod();
+
+  // The eager step on this batch: the reference.
+  auto eager_loss = training::token_loss_sum(model, model.forward_hidden(batch.tokens, batch.input_pos), batch.labels, spec);
+  eager_loss.backward();
+  const auto eager_grads = take_grads(params);
+
+  // The plan.
+  const auto dtype = model.tok_embeddings->weight.scalar_type();
+  const std::string key = plan_cache_key(model.args(), dtype, batch.tokens.size(0), batch.tokens.size(1));
+  if (auto cached = load_cached_plan(key)) {
+    compiled.plan = *cached;
+    report.cache_hit = true;
+  } else {
+    torch::Tensor hidden;
+    {
+      torch::NoGradGuard no_grad;
+      hidden = compiled.forward_hidden(batch.tokens, batch.input_pos);
+    }
+    compiled.plan = tune(compiled, hidden, batch.labels, spec);
+    store_plan(key, compiled.plan);
+  }
+
+  // The fused step, compared.
+  auto fused_loss = compiled.token_loss_sum(compiled.forward_hidden(batch.tokens, batch.input_pos), batch.labels, spec);
+  fused_loss.backward();
+  report.loss_rel_diff = relative(fused_loss.item<double>(), eager_loss.item<double>());
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto& g = params[i].grad();
+    if (!g.defined() || !eager_grads[i].defined()) {
+      if (g.defined() != eager_grads[i].defined()) report.grad_rel_diff = INFINITY;
+      continue;
+    }
+    const double ref = eager_grads[i].norm().item<double>();
+    const double diff = (g.to(torch::kFloat) - eager_grads[i].to(torch::kFloat)).norm().item<double>();
+    report.grad_rel_diff = std::max(report.grad_rel_diff, diff / std::max(ref, 1e-12));
+  }
+  const char* force = std::getenv("TUNEBENCH_COMPILE_FORCE_MISMATCH");
+  const bool forced = force && std::string(force) == "1";
+  if (forced || !(report.loss_rel_diff <= tolerance) || !(report.grad_rel_diff <= tolerance)) {
+    std::ostringstream why;
+    why << (forced ? "forced mismatch (TUNEBENCH_COMPILE_FORCE_MISMATCH=1); " : "") << "loss differs by "
+        << report.loss_rel_diff << " and gradients by " << report.grad_rel_diff << " (relative; tolerance "
+        << tolerance << ")";
+    report.fallback = true;
+    report.reason = why.str();
+    for (size_t i = 0; i < params.size(); ++i) {
+      auto p = params[i];
+      p.mutable_grad() = eager_grads[i];
+    }
+    report.loss_sum = eager_loss.detach();
+  } else {
+    report.loss_sum = fused_loss.detach();
+  }
+  report.seconds = seconds_since(start);
+  return report;
+}
+
+}  // namespace tb::compile

@@ -1,0 +1,77 @@
+// `compile: true`: what torch.compile does to a training step, done in C++. wrap_compile() wraps the
+// decoder the way torch.compile wraps a module (the original under `_orig_mod`, so parameter names
+// carry the `_orig_mod.` prefix that every state-dict path strips — models/compiled_names.h); the
+// wrapper's forward_hidden and token_loss_sum run the step lowered to the fused kernels of
+// fused_kernels.h. warm_up() is the measured first step: it chooses the plan (cached on disk), then
+// checks the fused step against the eager one on the same batch and falls back to eager on a mismatch.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "data/batch_tensors.h"
+#include "models/transformer.h"
+#include "training/optim.h"
+
+namespace tb::compile {
+
+// What the warm-up chose; cached per model shape, dtype, batch shape, instruction set, threads and
+// LibTorch version.
+struct CompilePlan {
+  int64_t ce_chunk_rows = 1024;  // rows of the fused output projection + cross entropy per chunk
+  nlohmann::json to_json() const;
+};
+
+class CompiledDecoderImpl : public torch::nn::Module {
+ public:
+  explicit CompiledDecoderImpl(models::TransformerDecoder original);
+
+  models::TransformerDecoder orig_mod() const { return orig_; }
+  // The final-norm output [B, T, dim], as orig_mod()->forward_hidden, through the fused kernels.
+  torch::Tensor forward_hidden(const torch::Tensor& tokens, const torch::Tensor& input_pos = {});
+  // As training::token_loss_sum: the fused output projection + cross entropy when the output is a
+  // plain weight (tied or untied), else the eager loss.
+  torch::Tensor token_loss_sum(const torch::Tensor& hidden, const torch::Tensor& labels, const training::LossSpec& spec);
+  // The output weight the fused loss uses; undefined when the output projection is not a plain weight.
+  torch::Tensor output_weight();
+
+  CompilePlan plan;
+
+ private:
+  models::TransformerDecoder orig_;
+};
+TORCH_MODULE(CompiledDecoder);
+
+// The torch.compile-style wrapper around `model` (which it shares, not copies).
+CompiledDecoder wrap_compile(models::TransformerDecoder model);
+
+// The plan cache: `$XDG_CACHE_HOME/tunebench/compile` (else `~/.cache/tunebench/compile`).
+std::string plan_cache_dir();
+std::string plan_cache_key(const models::ModelArgs& args, torch::ScalarType dtype, int64_t batch, int64_t seq_len);
+std::optional<CompilePlan> load_cached_plan(const std::string& key);
+void store_plan(const std::string& key, const CompilePlan& plan);  // best effort: a cache failure is not an error
+
+struct WarmupReport {
+  torch::Tensor loss_sum;       // the step's token-summed loss (of the path that was kept)
+  bool fallback = false;        // the fused step disagreed with eager: the run continues eager
+  std::string reason;           // why it fell back
+  bool cache_hit = false;
+  double seconds = 0;           // the whole warm-up: tuning (unless cached) and both passes
+  double loss_rel_diff = 0;     // |fused - eager| / |eager| of the first batch's loss
+  double grad_rel_diff = 0;     // the largest relative difference of a parameter's gradient norm
+  nlohmann::json event() const; // {"event":"compile","seconds":…,"cache_hit":…,"fallback":…,...}
+};
+
+// The first micro-batch of a compiled run, with the gradients of `params` zero or undefined: runs
+// the eager step, chooses the plan (from the cache, or by timing the candidates), runs the fused step
+// and compares loss and per-parameter gradient norms within `tolerance` (relative). Leaves the
+// gradients of the path it kept in `params`. TUNEBENCH_COMPILE_FORCE_MISMATCH=1 forces a mismatch
+// (for tests of the fallback).
+WarmupReport warm_up(CompiledDecoderImpl& compiled, const data::TensorBatch& batch, const training::LossSpec& spec,
+                     const std::vector<torch::Tensor>& params, double tolerance);
+
+}  // namespace tb::compile

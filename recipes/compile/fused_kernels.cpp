@@ -1,0 +1,229 @@
+#include "compile/fused_kernels.h"
+
+#include <ATen/Parallel.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <vector>
+
+namespace tb::compile {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::tensor_list;
+
+#define TB_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+
+// ---- row loops (fp32) ----------------------------------------------------------------------------------
+
+// sum(a[i] * b[i]) in 16 independent lanes, so the loop vectorises without reassociation flags.
+TB_MULTIVERSION
+float dot(const float* a, const float* b, int64_t n) {
+  float lanes[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) lanes[j] += a[i + j] * b[i + j];
+  float total = 0.f;
+  for (; i < n; ++i) total += a[i] * b[i];
+  for (int j = 0; j < 16; ++j) total += lanes[j];
+  return total;
+}
+
+TB_MULTIVERSION
+float rms_norm_row(const float* x, const float* scale, float* y, int64_t d, float eps) {
+  const float ss = dot(x, x, d);
+  const float rstd = 1.0f / std::sqrt(ss / float(d) + eps);
+  for (int64_t i = 0; i < d; ++i) y[i] = x[i] * rstd * scale[i];
+  return rstd;
+}
+
+// dx = rstd * (g * scale) - x * rstd^3 * mean(g * scale * x); dscale += g * x * rstd.
+TB_MULTIVERSION
+void rms_norm_backward_row(const float* x, const float* scale, const float* g, float rstd, float* dx,
+                           float* dscale, int64_t d) {
+  float gx = 0.f;  // sum(g * scale * x), in lanes as dot() does
+  float lanes[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= d; i += 16)
+    for (int j = 0; j < 16; ++j) lanes[j] += g[i + j] * scale[i + j] * x[i + j];
+  for (; i < d; ++i) gx += g[i] * scale[i] * x[i];
+  for (int j = 0; j < 16; ++j) gx += lanes[j];
+  const float k = rstd * rstd * rstd * gx / float(d);
+  for (i = 0; i < d; ++i) {
+    dx[i] = rstd * g[i] * scale[i] - x[i] * k;
+    dscale[i] += g[i] * x[i] * rstd;
+  }
+}
+
+TB_MULTIVERSION
+void swiglu_span(const float* a, const float* b, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = a[i] / (1.0f + std::exp(-a[i])) * b[i];
+}
+
+TB_MULTIVERSION
+void swiglu_backward_span(const float* a, const float* b, const float* g, float* da, float* db, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float s = 1.0f / (1.0f + std::exp(-a[i]));
+    da[i] = g[i] * b[i] * s * (1.0f + a[i] * (1.0f - s));
+    db[i] = g[i] * a[i] * s;
+  }
+}
+
+torch::Tensor as_f32(const torch::Tensor& t) { return t.to(torch::kFloat).contiguous(); }
+
+// ---- RMSNorm ---------------------------------------------------------------------------------------------
+
+struct RMSNormFn : torch::autograd::Function<RMSNormFn> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& scale, double eps) {
+    const int64_t d = x.size(-1);
+    const auto xf = as_f32(x).view({-1, d});
+    const auto sf = as_f32(scale);
+    auto y = torch::empty_like(xf);
+    auto rstd = torch::empty({xf.size(0)}, xf.options());
+    const float* xp = xf.data_ptr<float>();
+    const float* sp = sf.data_ptr<float>();
+    float* yp = y.data_ptr<float>();
+    float* rp = rstd.data_ptr<float>();
+    at::parallel_for(0, xf.size(0), 16, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) rp[r] = rms_norm_row(xp + r * d, sp, yp + r * d, d, float(eps));
+    });
+    ctx->save_for_backward({x, scale, rstd});
+    return y.view(x.sizes()).to(x.scalar_type());
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto& x = saved[0];
+    const auto& scale = saved[1];
+    const auto& rstd = saved[2];
+    const int64_t d = x.size(-1);
+    const auto xf = as_f32(x).view({-1, d});
+    const auto sf = as_f32(scale);
+    const auto gf = as_f32(grads[0]).view({-1, d});
+    auto dx = torch::empty_like(xf);
+    const int64_t rows = xf.size(0);
+    // One partial dscale per thread, summed at the end (no atomics, deterministic for a thread count).
+    const int threads = at::get_num_threads();
+    auto partial = torch::zeros({threads, d}, xf.options());
+    const float* xp = xf.data_ptr<float>();
+    const float* sp = sf.data_ptr<float>();
+    const float* gp = gf.data_ptr<float>();
+    const float* rp = rstd.data_ptr<float>();
+    float* dxp = dx.data_ptr<float>();
+    float* pp = partial.data_ptr<float>();
+    const int64_t per_thread = (rows + threads - 1) / threads;
+    at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t)
+        for (int64_t r = t * per_thread; r < std::min(rows, (t + 1) * per_thread); ++r)
+          rms_norm_backward_row(xp + r * d, sp, gp + r * d, rp[r], dxp + r * d, pp + t * d, d);
+    });
+    return {dx.view(x.sizes()).to(x.scalar_type()), partial.sum(0).to(scale.scalar_type()), torch::Tensor()};
+  }
+};
+
+// ---- SwiGLU ----------------------------------------------------------------------------------------------
+
+struct SwiGLUFn : torch::autograd::Function<SwiGLUFn> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& a, const torch::Tensor& b) {
+    const auto af = as_f32(a), bf = as_f32(b);
+    auto y = torch::empty_like(af);
+    const float* ap = af.data_ptr<float>();
+    const float* bp = bf.data_ptr<float>();
+    float* yp = y.data_ptr<float>();
+    at::parallel_for(0, af.numel(), 4096, [&](int64_t begin, int64_t end) {
+      swiglu_span(ap + begin, bp + begin, yp + begin, end - begin);
+    });
+    ctx->save_for_backward({a, b});
+    return y.to(a.scalar_type());
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto af = as_f32(saved[0]), bf = as_f32(saved[1]);
+    const auto gf = as_f32(grads[0]);
+    auto da = torch::empty_like(af), db = torch::empty_like(bf);
+    const float* ap = af.data_ptr<float>();
+    const float* bp = bf.data_ptr<float>();
+    const float* gp = gf.data_ptr<float>();
+    float* dap = da.data_ptr<float>();
+    float* dbp = db.data_ptr<float>();
+    at::parallel_for(0, af.numel(), 4096, [&](int64_t begin, int64_t end) {
+      swiglu_backward_span(ap + begin, bp + begin, gp + begin, dap + begin, dbp + begin, end - begin);
+    });
+    return {da.to(saved[0].scalar_type()), db.to(saved[1].scalar_type())};
+  }
+};
+
+// ---- output projection + cross entropy -------------------------------------------------------------------
+
+struct LinearCrossEntropyFn : torch::autograd::Function<LinearCrossEntropyFn> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hidden, const torch::Tensor& weight,
+                               const torch::Tensor& labels, int64_t ignore_index, int64_t chunk_rows) {
+    const int64_t n = hidden.size(0);
+    const bool grad_h = hidden.requires_grad(), grad_w = weight.requires_grad();
+    const bool reduced = hidden.scalar_type() != torch::kFloat;
+    // In reduced precision the softmax and the gradient sums stay fp32, as the eager loss keeps them.
+    const auto w32 = reduced ? weight.to(torch::kFloat) : weight;
+    torch::Tensor dh = grad_h ? torch::empty({n, hidden.size(1)}, hidden.options().dtype(torch::kFloat)) : torch::Tensor();
+    torch::Tensor dw = grad_w ? torch::zeros(weight.sizes(), weight.options().dtype(torch::kFloat)) : torch::Tensor();
+    auto total = torch::zeros({}, torch::kDouble);
+    for (int64_t s = 0; s < n; s += chunk_rows) {
+      const int64_t e = std::min(n, s + chunk_rows);
+      const auto h = hidden.slice(0, s, e);
+      auto logits = torch::mm(h, weight.t()).to(torch::kFloat);  // [rows, V], the only logits alive
+      const auto lbl = labels.slice(0, s, e);
+      const auto valid = lbl.ne(ignore_index);
+      const auto safe = lbl.clamp_min(0).unsqueeze(1);
+      const auto lse = torch::logsumexp(logits, 1);
+      const auto target = logits.gather(1, safe).squeeze(1);
+      total += ((lse - target) * valid.to(torch::kFloat)).sum().to(torch::kDouble);
+      if (!grad_h && !grad_w) continue;
+      // d loss / d logits = softmax - onehot(label), zero on ignored rows.
+      auto p = logits.sub_(lse.unsqueeze(1)).exp_();
+      const auto vf = valid.to(torch::kFloat).unsqueeze(1);
+      p.mul_(vf).scatter_add_(1, safe, -vf);
+      if (grad_h) dh.slice(0, s, e).copy_(torch::mm(p, w32));
+      if (grad_w) dw.addmm_(p.t(), reduced ? h.to(torch::kFloat) : h);
+    }
+    ctx->saved_data["dh"] = dh;
+    ctx->saved_data["dw"] = dw;
+    ctx->saved_data["h_dtype"] = static_cast<int64_t>(hidden.scalar_type());
+    return total.to(torch::kFloat);
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const auto g = grads[0];
+    const auto dtype = static_cast<torch::ScalarType>(ctx->saved_data["h_dtype"].toInt());
+    const auto dh = ctx->saved_data["dh"].toTensor();
+    const auto dw = ctx->saved_data["dw"].toTensor();
+    return {dh.defined() ? (dh * g).to(dtype) : torch::Tensor(), dw.defined() ? (dw * g).to(dtype) : torch::Tensor(),
+            torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+std::string instruction_set() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+    return "avx512";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2";
+  return "scalar";
+}
+
+torch::Tensor fused_rms_norm(const torch::Tensor& x, const torch::Tensor& scale, double eps) {
+  return RMSNormFn::apply(x, scale, eps);
+}
+
+torch::Tensor fused_swiglu(const torch::Tensor& a, const torch::Tensor& b) { return SwiGLUFn::apply(a, b); }
+
+torch::Tensor fused_linear_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight,
+                                         const torch::Tensor& labels, int64_t ignore_index, int64_t chunk_rows) {
+  TORCH_CHECK(hidden.dim() == 2 && weight.dim() == 2 && hidden.size(1) == weight.size(1),
+              "fused_linear_cross_entropy: hidden [N, D] and weight [V, D] expected");
+  TORCH_CHECK(labels.numel() == hidden.size(0), "fused_linear_cross_entropy: one label per row expected");
+  return LinearCrossEntropyFn::apply(hidden, weight, labels.reshape({-1}), ignore_index, std::max<int64_t>(1, chunk_rows));
+}
+
+}  // namespace tb::compile

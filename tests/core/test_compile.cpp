@@ -1,0 +1,340 @@
+// compile: true. Every fused kernel's forward and backward against the eager composition (odd sizes,
+// GQA, fp32 and bf16); the `_orig_mod` wrapper's names and the checkpoint round trip both ways,
+// bitwise; compiled recipe runs against eager ones, the plan cache hit, and the forced fallback.
+#include <QtTest>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <torch/torch.h>
+
+#include "checkpoint/hf_checkpointer.h"
+#include "compile/compiled_decoder.h"
+#include "compile/fused_kernels.h"
+#include "config/config.h"
+#include "models/layers.h"
+#include "models/transformer.h"
+#include "recipe.h"
+#include "recipe_test_support.h"
+#include "training/optim.h"
+#include "training/recipe_support.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using tbtest::CollectingLogger;
+
+double rel_err(const torch::Tensor& got, const torch::Tensor& want) {
+  const auto g = got.to(torch::kDouble), w = want.to(torch::kDouble);
+  return ((g - w).norm() / w.norm().clamp_min(1e-30)).item<double>();
+}
+
+std::string file_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+class TestCompile : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir tmp_;
+
+  std::string configText(const QString& output_dir, const std::string& recipe) const {
+    const bool lora = recipe == "lora_finetune_single_device";
+    std::string model = lora ? "model:\n  _component_: tunebench.models.lora_llama_tiny_test\n"
+                               "  lora_attn_modules: [q_proj, k_proj, v_proj, output_proj]\n"
+                               "  apply_lora_to_mlp: true\n  lora_rank: 4\n  lora_alpha: 8\n"
+                             : "model:\n  _component_: tunebench.models.llama_tiny_test\n";
+    return model +
+           "tokenizer:\n  _component_: torchtune.models.llama2.llama2_tokenizer\n  path: " TB_SOURCE_DIR
+           "/resources/tokenizer/tokenizer.model\n"
+           "checkpointer:\n  _component_: torchtune.training.FullModelHFCheckpointer\n  checkpoint_dir: null\n"
+           "  checkpoint_files: []\n  model_type: LLAMA2\n  output_dir: ${output_dir}\n"
+           "dataset:\n  _component_: tunebench.datasets.synthetic\n  seq_len: 24\n  num_samples: 12\n  seed: 3\n"
+           "seed: 5\nshuffle: false\nbatch_size: 2\nepochs: 2\nmax_steps_per_epoch: 3\n"
+           "gradient_accumulation_steps: 2\n"
+           "optimizer:\n  _component_: torch.optim.AdamW\n  lr: 0.003\n  weight_decay: 0.01\n"
+           "loss:\n  _component_: torch.nn.CrossEntropyLoss\n"
+           "num_threads: 2\ndtype: fp32\nlog_every_n_steps: 1\n" +
+           (lora ? "save_adapter_weights_only: true\n" : "") + "output_dir: " + output_dir.toStdString() + "\n";
+  }
+
+  tb::RunResult run(const QString& output_dir, const std::string& recipe, const std::vector<std::string>& overrides,
+                    CollectingLogger& logger) {
+    tb::config::LoadOptions options;
+    options.overrides = overrides;
+    options.recipe = recipe;
+    auto loaded = tb::config::load_text(configText(output_dir, recipe), "test.yaml", options);
+    if (!loaded.ok()) {
+      qWarning("%s", tb::config::format_diagnostics(loaded.diagnostics).c_str());
+      return {tb::RunStatus::Failed, "config invalid", 0, 0, {}};
+    }
+    tb::RunControl control;
+    return tb::find_recipe(recipe)->run(*loaded.config, logger, control);
+  }
+
+  static nlohmann::json compileEvent(const CollectingLogger& logger) {
+    for (const auto& e : logger.events)
+      if (e.value("event", "") == "compile") return e;
+    return {};
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(tmp_.isValid());
+    // The plan cache of these tests lives in the test's own folder.
+    qputenv("XDG_CACHE_HOME", tmp_.filePath("cache").toUtf8());
+    qunsetenv("TUNEBENCH_COMPILE_FORCE_MISMATCH");
+  }
+
+  void instructionSetIsKnown() {
+    const auto isa = tb::compile::instruction_set();
+    QVERIFY2(isa == "avx512" || isa == "avx2" || isa == "scalar", isa.c_str());
+  }
+
+  void rmsNormMatchesEager_data() {
+    QTest::addColumn<QList<qint64>>("shape");
+    QTest::addColumn<bool>("bf16");
+    QTest::newRow("fp32 3x5x7") << QList<qint64>{3, 5, 7} << false;
+    QTest::newRow("fp32 33x64") << QList<qint64>{33, 64} << false;
+    QTest::newRow("fp32 one row of 3") << QList<qint64>{1, 1, 3} << false;
+    QTest::newRow("fp32 5x37 (lanes + tail)") << QList<qint64>{5, 37} << false;
+    QTest::newRow("bf16 4x9x40") << QList<qint64>{4, 9, 40} << true;
+  }
+  void rmsNormMatchesEager() {
+    QFETCH(QList<qint64>, shape);
+    QFETCH(bool, bf16);
+    torch::manual_seed(1);
+    const std::vector<int64_t> dims(shape.begin(), shape.end());
+    const auto dtype = bf16 ? torch::kBFloat16 : torch::kFloat;
+    tb::models::RMSNorm norm(dims.back(), 1e-5);
+    { torch::NoGradGuard g; norm->scale.uniform_(0.5, 1.5); }
+    norm->to(dtype);
+    auto x = (torch::randn(dims) * 3).to(dtype).requires_grad_(true);
+    auto scale = norm->scale.detach().clone().requires_grad_(true);
+    const auto up = torch::randn(dims).to(dtype);
+
+    auto eager = norm->forward(x);
+    (eager * up).sum().backward();
+    const auto eager_dx = x.grad().clone(), eager_dscale = norm->scale.grad().clone();
+    x.mutable_grad() = torch::Tensor();
+    auto fused = tb::compile::fused_rms_norm(x, scale, 1e-5);
+    (fused * up).sum().backward();
+
+    const double tol = bf16 ? 2e-2 : 1e-5;
+    QVERIFY2(rel_err(fused, eager) < tol, std::to_string(rel_err(fused, eager)).c_str());
+    QVERIFY2(rel_err(x.grad(), eager_dx) < tol, std::to_string(rel_err(x.grad(), eager_dx)).c_str());
+    QVERIFY2(rel_err(scale.grad(), eager_dscale) < tol, std::to_string(rel_err(scale.grad(), eager_dscale)).c_str());
+    QCOMPARE(fused.scalar_type(), dtype);
+  }
+
+  void swigluMatchesEager_data() {
+    QTest::addColumn<bool>("bf16");
+    QTest::newRow("fp32") << false;
+    QTest::newRow("bf16") << true;
+  }
+  void swigluMatchesEager() {
+    QFETCH(bool, bf16);
+    torch::manual_seed(2);
+    const auto dtype = bf16 ? torch::kBFloat16 : torch::kFloat;
+    auto a = (torch::randn({3, 7, 13}) * 4).to(dtype).requires_grad_(true);
+    auto b = torch::randn({3, 7, 13}).to(dtype).requires_grad_(true);
+    const auto up = torch::randn({3, 7, 13}).to(dtype);
+    auto eager = torch::silu(a) * b;
+    (eager * up).sum().backward();
+    const auto da = a.grad().clone(), db = b.grad().clone();
+    a.mutable_grad() = torch::Tensor();
+    b.mutable_grad() = torch::Tensor();
+    auto fused = tb::compile::fused_swiglu(a, b);
+    (fused * up).sum().backward();
+    const double tol = bf16 ? 2e-2 : 1e-5;
+    QVERIFY(rel_err(fused, eager) < tol);
+    QVERIFY2(rel_err(a.grad(), da) < tol, std::to_string(rel_err(a.grad(), da)).c_str());
+    QVERIFY2(rel_err(b.grad(), db) < tol, std::to_string(rel_err(b.grad(), db)).c_str());
+  }
+
+  void linearCrossEntropyMatchesEager_data() {
+    QTest::addColumn<int>("chunk");
+    QTest::addColumn<bool>("frozen_weight");
+    QTest::addColumn<bool>("bf16");
+    QTest::newRow("chunks of 8 (37 rows)") << 8 << false << false;
+    QTest::newRow("one chunk") << 1000 << false << false;
+    QTest::newRow("frozen weight") << 5 << true << false;
+    QTest::newRow("bf16") << 16 << false << true;
+  }
+  void linearCrossEntropyMatchesEager() {
+    QFETCH(int, chunk);
+    QFETCH(bool, frozen_weight);
+    QFETCH(bool, bf16);
+    torch::manual_seed(3);
+    const auto dtype = bf16 ? torch::kBFloat16 : torch::kFloat;
+    const int64_t n = 37, d = 19, v = 53;
+    auto h = torch::randn({n, d}).to(dtype).requires_grad_(true);
+    auto w = (torch::randn({v, d}) * 0.5).to(dtype).requires_grad_(!frozen_weight);
+    auto labels = torch::randint(0, v, {n}, torch::kLong);
+    labels.index_put_({torch::tensor({0, 5, 36}, torch::kLong)}, -100);  // masked rows
+
+    auto eager = tb::training::cross_entropy_sum(torch::mm(h, w.t()), labels, -100);
+    (eager * 2.5).backward();
+    const auto dh = h.grad().clone();
+    const auto dw = frozen_weight ? torch::Tensor() : w.grad().clone();
+    h.mutable_grad() = torch::Tensor();
+    if (!frozen_weight) w.mutable_grad() = torch::Tensor();
+    auto fused = tb::compile::fused_linear_cross_entropy(h, w, labels, -100, chunk);
+    (fused * 2.5).backward();
+
+    const double tol = bf16 ? 2e-2 : 1e-5;
+    QVERIFY2(std::abs(fused.item<double>() - eager.item<double>()) <= tol * std::abs(eager.item<double>()),
+             (std::to_string(fused.item<double>()) + " vs " + std::to_string(eager.item<double>())).c_str());
+    QVERIFY2(rel_err(h.grad(), dh) < tol, std::to_string(rel_err(h.grad(), dh)).c_str());
+    QCOMPARE(h.grad().scalar_type(), dtype);
+    if (frozen_weight) QVERIFY(!w.grad().defined());
+    else QVERIFY2(rel_err(w.grad(), dw) < tol, std::to_string(rel_err(w.grad(), dw)).c_str());
+    // Ignored rows get no gradient.
+    QCOMPARE(h.grad()[5].abs().max().item<double>(), 0.0);
+  }
+
+  // The whole compiled step on a GQA model (4 query heads on 2 kv heads) against eager.
+  void compiledStepMatchesEager_data() {
+    QTest::addColumn<bool>("tied");
+    QTest::newRow("untied head") << false;
+    QTest::newRow("tied embeddings") << true;
+  }
+  void compiledStepMatchesEager() {
+    QFETCH(bool, tied);
+    torch::manual_seed(4);
+    auto args = *tb::models::preset_args("llama_tiny_test");
+    args.tie_word_embeddings = tied;
+    auto model = tb::models::build_decoder(args);
+    tb::models::init_weights(*model, 9);
+    auto compiled = tb::compile::wrap_compile(model);
+    compiled->plan.ce_chunk_rows = 7;
+    const auto tokens = torch::randint(0, args.vocab_size, {3, 11}, torch::kLong);
+    auto labels = torch::roll(tokens, -1, 1);
+    labels.select(1, 10).fill_(-100);
+    const tb::training::LossSpec spec;
+
+    auto eager = tb::training::token_loss_sum(*model, model->forward_hidden(tokens), labels, spec);
+    eager.backward();
+    std::vector<torch::Tensor> eager_grads;
+    for (auto& p : model->parameters()) {
+      eager_grads.push_back(p.grad().clone());
+      p.mutable_grad() = torch::Tensor();
+    }
+    auto hidden = compiled->forward_hidden(tokens);
+    QVERIFY(rel_err(hidden, model->forward_hidden(tokens)) < 1e-5);
+    auto fused = compiled->token_loss_sum(hidden, labels, spec);
+    fused.backward();
+    QVERIFY(std::abs(fused.item<double>() - eager.item<double>()) < 1e-5 * eager.item<double>());
+    size_t i = 0;
+    for (auto& p : model->parameters()) {
+      QVERIFY2(rel_err(p.grad(), eager_grads[i]) < 1e-4, std::to_string(rel_err(p.grad(), eager_grads[i])).c_str());
+      ++i;
+    }
+  }
+
+  // torch.compile's contract: the wrapper's names carry `_orig_mod.`, and checkpoints are the same
+  // bytes either way and load either way.
+  void wrapperCheckpointsAreTheEagerModelsBytes() {
+    auto args = *tb::models::preset_args("llama_tiny_test");
+    auto model = tb::models::build_decoder(args);
+    tb::models::init_weights(*model, 21);
+    auto compiled = tb::compile::wrap_compile(model);
+    const auto names = compiled->named_parameters();
+    QCOMPARE(names.size(), model->named_parameters().size());
+    for (const auto& item : names) QVERIFY2(item.key().rfind("_orig_mod.", 0) == 0, item.key().c_str());
+
+    tb::checkpoint::HFCheckpointerOptions opts;
+    opts.output_dir = tmp_.filePath("roundtrip").toStdString();
+    const tb::checkpoint::FullModelHFCheckpointer checkpointer(opts);
+    const fs::path eager_dir = checkpointer.save(tmp_.filePath("roundtrip/eager").toStdString(), *model);
+    const fs::path compiled_dir = checkpointer.save(tmp_.filePath("roundtrip/compiled").toStdString(), *compiled, args);
+    int files = 0;
+    for (const auto& entry : fs::directory_iterator(eager_dir)) {
+      const fs::path other = compiled_dir / entry.path().filename();
+      QVERIFY2(fs::exists(other), other.c_str());
+      QVERIFY2(file_bytes(entry.path()) == file_bytes(other), entry.path().filename().c_str());
+      ++files;
+    }
+    QVERIFY(files >= 2);  // config.json and the weights at least
+
+    // Eager checkpoint into a compiled model, compiled checkpoint into an eager model.
+    auto check_loads = [&](const fs::path& dir, torch::nn::Module& into) {
+      tb::checkpoint::HFCheckpointerOptions load_opts;
+      load_opts.checkpoint_dir = dir.string();
+      tb::checkpoint::FullModelHFCheckpointer(load_opts).load_into(into, args, 0);
+      auto loaded = into.named_parameters();
+      for (const auto& item : model->named_parameters()) {
+        const auto* p = loaded.find(item.key());
+        if (!p) p = loaded.find("_orig_mod." + item.key());
+        QVERIFY2(p, item.key().c_str());
+        QVERIFY2(torch::equal(*p, item.value()), item.key().c_str());
+      }
+    };
+    auto fresh_compiled = tb::compile::wrap_compile(tb::models::build_decoder(args));
+    check_loads(eager_dir, *fresh_compiled);
+    auto fresh_eager = tb::models::build_decoder(args);
+    check_loads(compiled_dir, *fresh_eager);
+  }
+
+  void compiledRunMatchesEagerRun_data() {
+    QTest::addColumn<QString>("recipe");
+    QTest::newRow("full") << "full_finetune_single_device";
+    QTest::newRow("lora") << "lora_finetune_single_device";
+  }
+  void compiledRunMatchesEagerRun() {
+    QFETCH(QString, recipe);
+    const std::string r = recipe.toStdString();
+    CollectingLogger eager_log, compiled_log, again_log;
+    const auto eager = run(tmp_.filePath("eager_" + recipe), r, {"compile=false"}, eager_log);
+    QVERIFY2(eager.status == tb::RunStatus::Completed, eager.message.c_str());
+    const auto compiled = run(tmp_.filePath("compiled_" + recipe), r, {"compile=true"}, compiled_log);
+    QVERIFY2(compiled.status == tb::RunStatus::Completed, compiled.message.c_str());
+    QCOMPARE(compiled_log.steps.size(), eager_log.steps.size());
+    QCOMPARE(eager_log.steps.size(), size_t(6));
+    for (size_t i = 0; i < eager_log.steps.size(); ++i) {
+      const double a = eager_log.steps[i].loss, b = compiled_log.steps[i].loss;
+      QVERIFY2(std::abs(a - b) <= 1e-3 * std::abs(a), (std::to_string(i) + ": " + std::to_string(a) + " vs " + std::to_string(b)).c_str());
+      QCOMPARE(int(compiled_log.steps[i].phase), int(i == 0 ? tb::training::Phase::Warmup : tb::training::Phase::Steady));
+      QCOMPARE(int(eager_log.steps[i].phase), int(tb::training::Phase::Steady));
+    }
+    const auto event = compileEvent(compiled_log);
+    QVERIFY2(event.is_object(), "no compile event");
+    QCOMPARE(event.value("fallback", true), false);
+    QVERIFY(event.value("seconds", 0.0) > 0);
+    QVERIFY(compileEvent(eager_log).is_null());
+
+    // The same shape again: the plan comes from the cache (the cache is per process-independent key).
+    const auto again = run(tmp_.filePath("again_" + recipe), r, {"compile=true"}, again_log);
+    QVERIFY2(again.status == tb::RunStatus::Completed, again.message.c_str());
+    QCOMPARE(compileEvent(again_log).value("cache_hit", false), true);
+    QVERIFY(again_log.losses() == compiled_log.losses());
+  }
+
+  void forcedMismatchFallsBackToEager() {
+    qputenv("TUNEBENCH_COMPILE_FORCE_MISMATCH", "1");
+    CollectingLogger eager_log, fallback_log;
+    const std::string r = "full_finetune_single_device";
+    run(tmp_.filePath("fb_eager"), r, {"compile=false"}, eager_log);
+    const auto result = run(tmp_.filePath("fb_compiled"), r, {"compile=true"}, fallback_log);
+    qunsetenv("TUNEBENCH_COMPILE_FORCE_MISMATCH");
+    QVERIFY2(result.status == tb::RunStatus::Completed, result.message.c_str());
+    const auto event = compileEvent(fallback_log);
+    QCOMPARE(event.value("fallback", false), true);
+    QVERIFY2(event.value("reason", "").find("forced mismatch") != std::string::npos, event.dump().c_str());
+    bool warned = false;
+    for (const auto& e : fallback_log.events)
+      warned |= e.value("event", "") == "warning" && e.value("message", "").find("falling back to eager") != std::string::npos;
+    QVERIFY(warned);
+    // After the fallback the run is the eager run, bit for bit.
+    QVERIFY(fallback_log.losses() == eager_log.losses());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCompile)
+#include "test_compile.moc"
