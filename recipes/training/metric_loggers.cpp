@@ -110,7 +110,10 @@ void StdoutLogger::log_event(const nlohmann::json& event) {
   if (kind == "compile" && event.contains("seconds") && event["seconds"].is_number()) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.1f", event["seconds"].get<double>());
-    out_ << "compile: warm-up took " << buf << " s\n";
+    out_ << "compile: warm-up took " << buf << " s";
+    if (event.value("cache_hit", false)) out_ << " (plan from the cache)";
+    if (event.value("fallback", false)) out_ << " (fell back to eager)";
+    out_ << '\n';
   } else if (kind == "checkpoint" && event.contains("path")) {
     out_ << "checkpoint saved: " << event["path"].get<std::string>() << '\n';
   } else if ((kind == "info" || kind == "warning") && event.contains("message") && event["message"].is_string()) {

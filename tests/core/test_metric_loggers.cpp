@@ -196,6 +196,19 @@ class TestMetricLoggers : public QObject {
     QCOMPARE(lines[4], QString("run stopped"));
   }
 
+  void compileLineSaysCacheHitAndFallback() {
+    std::ostringstream out;
+    StdoutLogger logger(out);
+    logger.log_event({{"event", "compile"}, {"seconds", 2.3}, {"cache_hit", false}, {"fallback", false}});
+    logger.log_event({{"event", "compile"}, {"seconds", 0.5}, {"cache_hit", true}, {"fallback", false}});
+    logger.log_event({{"event", "compile"}, {"seconds", 1.0}, {"cache_hit", true}, {"fallback", true}});
+    QStringList lines = QString::fromStdString(out.str()).split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 3);
+    QCOMPARE(lines[0], QString("compile: warm-up took 2.3 s"));
+    QCOMPARE(lines[1], QString("compile: warm-up took 0.5 s (plan from the cache)"));
+    QCOMPARE(lines[2], QString("compile: warm-up took 1.0 s (plan from the cache) (fell back to eager)"));
+  }
+
   void progressLineOverwritesOnATerminal() {
     std::ostringstream out;
     StdoutLogger logger(out, true);
