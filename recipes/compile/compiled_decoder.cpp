@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 
 #include "compile/fused_kernels.h"
@@ -32,7 +33,9 @@ torch::Tensor compiled_layer(models::TransformerSelfAttentionLayerImpl& layer, c
   const auto h = x + layer.attn->forward(fused_rms_norm(x, layer.sa_norm->scale, layer.sa_norm->eps), pos);
   const auto n = fused_rms_norm(h, layer.mlp_norm->scale, layer.mlp_norm->eps);
   auto& mlp = *layer.mlp;
-  return h + mlp.w2.forward(fused_swiglu(mlp.w1.forward(n), mlp.w3.forward(n)));
+  const auto gate = mlp.w1.forward(n);  // w1 before w3, as FeedForward runs them
+  const auto up = mlp.w3.forward(n);
+  return h + mlp.w2.forward(fused_swiglu(gate, up));
 }
 
 double relative(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-12); }
@@ -173,11 +176,16 @@ WarmupReport warm_up(CompiledDecoderImpl& compiled, const data::TensorBatch& bat
   const auto start = Clock::now();
   WarmupReport report;
   auto& model = *compiled.orig_mod();
+  // Both passes draw the same dropout masks (LoRA dropout), and the run's random stream afterwards
+  // is where one eager step would have left it.
+  auto generator = at::detail::getDefaultCPUGenerator();
+  const auto rng_before = generator.get_state();
 
   // The eager step on this batch: the reference.
   auto eager_loss = training::token_loss_sum(model, model.forward_hidden(batch.tokens, batch.input_pos), batch.labels, spec);
   eager_loss.backward();
   const auto eager_grads = take_grads(params);
+  const auto rng_after = generator.get_state();
 
   // The plan.
   const auto dtype = model.tok_embeddings->weight.scalar_type();
@@ -196,6 +204,7 @@ WarmupReport warm_up(CompiledDecoderImpl& compiled, const data::TensorBatch& bat
   }
 
   // The fused step, compared.
+  generator.set_state(rng_before);
   auto fused_loss = compiled.token_loss_sum(compiled.forward_hidden(batch.tokens, batch.input_pos), batch.labels, spec);
   fused_loss.backward();
   report.loss_rel_diff = relative(fused_loss.item<double>(), eager_loss.item<double>());
@@ -226,6 +235,7 @@ WarmupReport warm_up(CompiledDecoderImpl& compiled, const data::TensorBatch& bat
   } else {
     report.loss_sum = fused_loss.detach();
   }
+  generator.set_state(rng_after);
   report.seconds = seconds_since(start);
   return report;
 }

@@ -153,7 +153,11 @@ FeedForwardImpl::FeedForwardImpl(torch::nn::AnyModule gate, torch::nn::AnyModule
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
-  return w2.forward(torch::silu(w1.forward(x)) * w3.forward(x));
+  // Named steps: C++ leaves the order of `a(x) * b(x)` open, and with LoRA dropout the order of
+  // the projections decides which random masks each one draws (the compiled step draws the same).
+  const auto gate = torch::silu(w1.forward(x));
+  const auto up = w3.forward(x);
+  return w2.forward(gate * up);
 }
 
 }  // namespace tb::models
