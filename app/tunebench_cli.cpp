@@ -13,9 +13,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bench/step_bench.h"
 #include "config/config.h"
 #include "config/schema.h"
-#include "bench/step_bench.h"
 #include "config/suggest.h"
 #include "inference/evaluate.h"
 #include "inference/generate.h"
@@ -258,7 +258,10 @@ int cmd_bench_step(const std::string& config, std::vector<std::string> overrides
   auto cfg = load(config, overrides, recipe_name, true);
   if (!cfg) return kUserError;
 
+  tb::RunControl interrupt;  // Ctrl-C stops the bench after the current step
+  g_running.store(&interrupt);
   tb::bench::StepBenchOptions options = base_options;
+  options.interrupt = &interrupt.stop;
   const bool tty = isatty(STDERR_FILENO) != 0;
   if (tty) options.progress = [](int64_t done, int64_t total) { std::cerr << "\rbench: step " << done << "/" << total << std::flush; };
   int code = kOk;
@@ -274,6 +277,7 @@ int cmd_bench_step(const std::string& config, std::vector<std::string> overrides
     if (tty) std::cerr << "\n";
     code = fail(e.what());
   }
+  g_running.store(nullptr);
   fs::remove_all(scratch, ec);
   return code;
 }
@@ -281,7 +285,10 @@ int cmd_bench_step(const std::string& config, std::vector<std::string> overrides
 // Eager, then compiled, on the same config and batches in this process; the last line is the
 // comparison (DESIGN.md "Compile"; the compile issue's table).
 int cmd_bench_compile(const std::string& config, const std::vector<std::string>& overrides,
-                      const tb::bench::StepBenchOptions& options) {
+                      const tb::bench::StepBenchOptions& base_options) {
+  tb::RunControl interrupt;  // Ctrl-C stops the bench after the current step
+  tb::bench::StepBenchOptions options = base_options;
+  options.interrupt = &interrupt.stop;
   const std::string path = tb::config::find_config(config);
   if (path.empty()) return fail("no bundled config or file named '" + config + "' (see 'tunebench-cli ls')");
   const std::string recipe_name = tb::config::recipe_for_config(path);
@@ -291,6 +298,7 @@ int cmd_bench_compile(const std::string& config, const std::vector<std::string>&
   const fs::path scratch = fs::temp_directory_path(ec) / ("tunebench-bench-" + std::to_string(::getpid()));
   nlohmann::json figures[2];
   int code = kOk;
+  g_running.store(&interrupt);
   for (int compiled = 0; compiled < 2 && code == kOk; ++compiled) {
     auto all = overrides;
     const auto bench = tb::bench::bench_overrides(options, (scratch / (compiled ? "compiled" : "eager")).string());
@@ -309,6 +317,7 @@ int cmd_bench_compile(const std::string& config, const std::vector<std::string>&
       code = fail(e.what());
     }
   }
+  g_running.store(nullptr);
   fs::remove_all(scratch, ec);
   if (code != kOk) return code;
   const auto line = tb::bench::compare_eager_and_compiled(figures[0], figures[1]);

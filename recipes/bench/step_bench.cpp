@@ -15,13 +15,14 @@ namespace {
 // Keeps every step and the memory budget; asks the run to stop, without saving, after its last step.
 class BenchLogger : public training::MetricLogger {
  public:
-  BenchLogger(RunControl& control, int64_t last_step, std::function<void(int64_t, int64_t)> progress)
-      : control_(control), last_step_(last_step), progress_(std::move(progress)) {}
+  BenchLogger(RunControl& control, int64_t last_step, std::function<void(int64_t, int64_t)> progress,
+              const std::atomic<bool>* interrupt)
+      : control_(control), last_step_(last_step), progress_(std::move(progress)), interrupt_(interrupt) {}
 
   void log_step(const training::StepMetrics& m) override {
     steps.push_back(m);
     if (progress_) progress_(static_cast<int64_t>(steps.size()), last_step_);
-    if (static_cast<int64_t>(steps.size()) >= last_step_) control_.stop = true;
+    if (static_cast<int64_t>(steps.size()) >= last_step_ || (interrupt_ && interrupt_->load())) control_.stop = true;
   }
   void log_event(const nlohmann::json& e) override {
     if (e.contains("memory")) memory = e["memory"];
@@ -36,6 +37,7 @@ class BenchLogger : public training::MetricLogger {
   RunControl& control_;
   int64_t last_step_;
   std::function<void(int64_t, int64_t)> progress_;
+  const std::atomic<bool>* interrupt_;
 };
 
 double gib(const nlohmann::json& memory, const char* key) {
@@ -95,9 +97,12 @@ nlohmann::json bench_steps(const RecipeInfo& recipe, const config::Config& cfg, 
   const int64_t total = options.warmup + options.steps;
   RunControl control;
   control.save_on_stop = false;
-  BenchLogger logger(control, total, options.progress);
+  BenchLogger logger(control, total, options.progress, options.interrupt);
   const RunResult result = recipe.run(cfg, logger, control);
   if (result.status == RunStatus::Failed) throw std::runtime_error("bench: the run failed: " + result.message);
+  if (options.interrupt && options.interrupt->load())
+    throw std::runtime_error("bench: interrupted after " + std::to_string(logger.steps.size()) + " of " +
+                             std::to_string(total) + " steps");
   if (static_cast<int64_t>(logger.steps.size()) < total)
     throw std::runtime_error("bench: the run ended after " + std::to_string(logger.steps.size()) + " of " +
                              std::to_string(total) + " steps (is the dataset large enough for " +

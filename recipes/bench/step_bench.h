@@ -3,6 +3,7 @@
 // the figures are medians over the measured steps, so one noisy step does not move them.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 
@@ -17,6 +18,7 @@ struct StepBenchOptions {
   int64_t steps = 10;   // measured optimizer steps
   int64_t warmup = 2;   // steps run first and left out of the medians
   std::function<void(int64_t done, int64_t total)> progress;  // after each step
+  const std::atomic<bool>* interrupt = nullptr;  // set (Ctrl-C): the run stops after its step, bench_steps throws
 };
 
 // The overrides that make a config a bench run: every step logged, memory tracked, one epoch of

@@ -390,6 +390,23 @@ class TestCli : public QObject {
     QVERIFY2(f.value("peak_memory_gib").toDouble() >= f.value("floor_gib").toDouble(), qPrintable(lines.last()));
   }
 
+  // Ctrl-C during a bench stops it after the current step: exit 1 with a one-line reason, no hang.
+  void benchStepStopsOnSigint() {
+    if (!tb::find_recipe("full_finetune_single_device")) QSKIP("full_finetune_single_device is not built in yet");
+    QProcess p;
+    p.start(cli_, {"bench", "step", "--config", fixture("tiny_random_full.yaml"), "--steps", "1000000",
+                   "dataset.num_samples=100000000",
+                   "tokenizer.path=" + QString(TB_SOURCE_DIR) + "/resources/tokenizer/tokenizer.model"});
+    QVERIFY(p.waitForStarted());
+    QTest::qWait(3000);
+    QVERIFY2(p.state() == QProcess::Running, qPrintable(QString::fromUtf8(p.readAllStandardError())));
+    ::kill(static_cast<pid_t>(p.processId()), SIGINT);
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(p.exitCode(), 1);
+    QVERIFY(QString::fromUtf8(p.readAllStandardError()).contains("bench: interrupted after"));
+  }
+
   void benchStepNeedsEnoughData() {
     if (!tb::find_recipe("full_finetune_single_device")) QSKIP("full_finetune_single_device is not built in yet");
     Result r = run({"bench", "step", "--config", fixture("tiny_random_full.yaml"), "--steps", "5", "--warmup", "0",
