@@ -241,6 +241,12 @@ int cmd_generate(const std::string& config, const std::vector<std::string>& over
 
 // ---- bench ----------------------------------------------------------------------------------------------
 
+// Where a bench run writes what the recipe writes; removed when the bench ends.
+fs::path bench_scratch_dir() {
+  std::error_code ec;
+  return fs::temp_directory_path(ec) / ("tunebench-bench-" + std::to_string(::getpid()));
+}
+
 // Progress on stderr, a readable summary, then the figures as the last line of stdout.
 int cmd_bench_step(const std::string& config, std::vector<std::string> overrides, std::string recipe_name,
                    const tb::bench::StepBenchOptions& base_options) {
@@ -251,8 +257,7 @@ int cmd_bench_step(const std::string& config, std::vector<std::string> overrides
   }
   const tb::RecipeInfo* recipe = tb::find_recipe(recipe_name);
   if (!recipe) return fail("bench step: no recipe '" + recipe_name + "' (name it with --recipe)");
-  std::error_code ec;
-  const fs::path scratch = fs::temp_directory_path(ec) / ("tunebench-bench-" + std::to_string(::getpid()));
+  const fs::path scratch = bench_scratch_dir();
   const auto bench = tb::bench::bench_overrides(base_options, scratch.string());
   overrides.insert(overrides.end(), bench.begin(), bench.end());  // last, so they win
   auto cfg = load(config, overrides, recipe_name, true);
@@ -278,6 +283,7 @@ int cmd_bench_step(const std::string& config, std::vector<std::string> overrides
     code = fail(e.what());
   }
   g_running.store(nullptr);
+  std::error_code ec;
   fs::remove_all(scratch, ec);
   return code;
 }
@@ -294,8 +300,7 @@ int cmd_bench_compile(const std::string& config, const std::vector<std::string>&
   const std::string recipe_name = tb::config::recipe_for_config(path);
   const tb::RecipeInfo* recipe = tb::find_recipe(recipe_name);
   if (!recipe) return fail("bench compile: the config names no recipe of this version ('" + recipe_name + "')");
-  std::error_code ec;
-  const fs::path scratch = fs::temp_directory_path(ec) / ("tunebench-bench-" + std::to_string(::getpid()));
+  const fs::path scratch = bench_scratch_dir();
   nlohmann::json figures[2];
   int code = kOk;
   g_running.store(&interrupt);
@@ -318,6 +323,7 @@ int cmd_bench_compile(const std::string& config, const std::vector<std::string>&
     }
   }
   g_running.store(nullptr);
+  std::error_code ec;
   fs::remove_all(scratch, ec);
   if (code != kOk) return code;
   const auto line = tb::bench::compare_eager_and_compiled(figures[0], figures[1]);

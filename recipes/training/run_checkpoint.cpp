@@ -32,7 +32,8 @@ pid_t dead_owner(const std::string& folder_name) {
   if (folder_name.rfind(".tmp_", 0) != 0 && folder_name.rfind(".old_", 0) != 0) return 0;
   const size_t cut = folder_name.rfind('_');
   const std::string digits = folder_name.substr(cut + 1);
-  if (cut < 5 || digits.empty() || !std::all_of(digits.begin(), digits.end(), ::isdigit)) return 0;
+  if (cut < 5 || digits.empty() || digits.size() > 9 || !std::all_of(digits.begin(), digits.end(), ::isdigit))
+    return 0;  // not a pid we wrote (and stol would throw on a longer run of digits)
   const pid_t pid = static_cast<pid_t>(std::stol(digits));
   if (pid <= 0 || pid == ::getpid()) return 0;
   return (::kill(pid, 0) != 0 && errno == ESRCH) ? pid : 0;
