@@ -16,6 +16,7 @@
 #include <ATen/Parallel.h>
 
 #include "compile/fused_kernels.h"
+#include "compile/fused_nf4.h"
 #include "training/recipe_support.h"
 
 namespace fs = std::filesystem;
@@ -33,9 +34,9 @@ torch::Tensor compiled_layer(models::TransformerSelfAttentionLayerImpl& layer, c
   const auto h = x + layer.attn->forward(fused_rms_norm(x, layer.sa_norm->scale, layer.sa_norm->eps), pos);
   const auto n = fused_rms_norm(h, layer.mlp_norm->scale, layer.mlp_norm->eps);
   auto& mlp = *layer.mlp;
-  const auto gate = mlp.w1.forward(n);  // w1 before w3, as FeedForward runs them
-  const auto up = mlp.w3.forward(n);
-  return h + mlp.w2.forward(fused_swiglu(gate, up));
+  const auto gate = project(mlp.w1, n);  // w1 before w3, as FeedForward runs them
+  const auto up = project(mlp.w3, n);
+  return h + project(mlp.w2, fused_swiglu(gate, up));
 }
 
 double relative(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-12); }
