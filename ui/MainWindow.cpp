@@ -29,6 +29,7 @@
 #include "ConfigEditorPanel.h"
 #include "LivePlot.h"
 #include "MetricTile.h"
+#include "ModelInfo.h"
 #include "RunSetupPanel.h"
 #include "RunsPanel.h"
 #include "TrainingController.h"
@@ -126,13 +127,15 @@ void MainWindow::buildUi() {
   stepTile_ = new MetricTile("step", this);
   etaTile_ = new MetricTile("ETA", this);
   etaTile_->setDetail("from steady steps");
+  memTile_ = new MetricTile("memory floor", this);
+  memTile_->setDetail("weights + gradients + optimizer");
   banner_ = new QLabel(this);
   banner_->setWordWrap(true);
   banner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
   auto* live = new QWidget(this);
   auto* tiles = new QHBoxLayout;
-  for (MetricTile* t : {lossTile_, tokensTile_, stepTile_, etaTile_}) tiles->addWidget(t);
+  for (MetricTile* t : {lossTile_, tokensTile_, stepTile_, etaTile_, memTile_}) tiles->addWidget(t);
   auto* liveLayout = new QVBoxLayout(live);
   liveLayout->addLayout(tiles);
   liveLayout->addWidget(banner_);
@@ -239,6 +242,18 @@ void MainWindow::saveSettings() {
 }
 
 QString MainWindow::etaText() const { return etaTile_->value(); }
+QString MainWindow::memoryFloorText() const { return memTile_->value(); }
+QString MainWindow::bannerText() const { return banner_->text(); }
+
+// The banner's line, then the run's warnings (kept until the next run starts, so the end of the run
+// does not wipe them).
+void MainWindow::setBanner(const QString& html) {
+  bannerMain_ = html;
+  QString text = html;
+  for (const QString& w : runWarnings_)
+    text += "<br><span style='color:#b26a00'><b>Warning:</b> " + w.toHtmlEscaped() + "</span>";
+  banner_->setText(text);
+}
 
 void MainWindow::updateTitle() {
   setWindowTitle(QString("Tunebench — %1%2").arg(doc_->displayName(), doc_->isModified() ? " *" : ""));
@@ -247,13 +262,14 @@ void MainWindow::updateTitle() {
 bool MainWindow::startRun(QString* error) { return startWith({}, 0, error); }
 
 bool MainWindow::startWith(const std::vector<std::string>& overrides, qint64 resumeStep, QString* error) {
+  runWarnings_.clear();
   editor_->validateNow();
   const auto result = doc_->validate(overrides);
   if (!result.ok()) {
     QString why = QString("The config has %1 problem(s)").arg(result.diagnostics.size());
     if (!result.diagnostics.empty()) why += ":\n" + QString::fromStdString(result.diagnostics.front().format());
     tabs_->setCurrentWidget(editor_);
-    banner_->setText("<span style='color:#c62828'>" + why.toHtmlEscaped() + "</span>");
+    setBanner("<span style='color:#c62828'>" + why.toHtmlEscaped() + "</span>");
     if (error) *error = why;
     return false;
   }
@@ -275,15 +291,16 @@ bool MainWindow::startWith(const std::vector<std::string>& overrides, qint64 res
   eta_ = tb::training::EtaEstimator();
   progress_->setRange(0, 1);
   progress_->setValue(0);
-  for (MetricTile* t : {lossTile_, tokensTile_, stepTile_, etaTile_}) t->setValue("–");
+  for (MetricTile* t : {lossTile_, tokensTile_, stepTile_, etaTile_, memTile_}) t->setValue("–");
+  memTile_->setToolTip({});
   autoStopRequested_ = false;
   QString why;
   if (!controller_->start(config, doc_->recipe(), &why)) {
-    banner_->setText("<span style='color:#c62828'>" + why.toHtmlEscaped() + "</span>");
+    setBanner("<span style='color:#c62828'>" + why.toHtmlEscaped() + "</span>");
     if (error) *error = why;
     return false;
   }
-  banner_->setText(resumeStep > 0 ? QString("Resuming from step %1 in %2").arg(resumeStep).arg(outputDir)
+  setBanner(resumeStep > 0 ? QString("Resuming from step %1 in %2").arg(resumeStep).arg(outputDir)
                                   : QString("Training into %1").arg(outputDir));
   checkpoints_->setOutputDir(outputDir);
   runs_->addRecentRun(outputDir);
@@ -346,7 +363,18 @@ void MainWindow::onStep(const tb::training::StepMetrics& m) {
 void MainWindow::onEvent(const RunEvent& e) {
   if (e.kind == "compile" && e.seconds >= 0) {
     live_->setWarmupSeconds(liveRun_, e.seconds);
-    statusBar()->showMessage(QString("Compile warm-up took %1 s").arg(e.seconds, 0, 'f', 2), 8000);
+    statusBar()->showMessage(QString("Compile warm-up took %1 s%2")
+                                 .arg(e.seconds, 0, 'f', 2)
+                                 .arg(e.fallback ? "; the fused step disagreed with eager, the run continues eager" : ""),
+                             8000);
+  } else if (e.kind == "warning") {
+    // Said where the user looks (e.g. compile fell back to eager), not only in the log.
+    runWarnings_ << e.message;
+    setBanner(bannerMain_);
+  } else if (e.memory) {
+    memTile_->setValue(formatBytes(double(e.memory->floorBytes())));
+    memTile_->setToolTip(e.memory->describe() + ". Peak memory adds activations and workspace on top.");
+    live_->setMemoryFloor(liveRun_, e.memory->floorGib());
   } else if (e.kind == "checkpoint") {
     checkpoints_->refresh();
     statusBar()->showMessage("Checkpoint saved: " + e.path, 8000);
@@ -368,13 +396,13 @@ void MainWindow::onState(RunState state, const QString& message) {
   text[0] = text[0].toUpper();
   stateLabel_->setText(message.isEmpty() ? text : text + " — " + message);
   if (state == RunState::Failed)
-    banner_->setText("<span style='color:#c62828'><b>Failed:</b> " + message.toHtmlEscaped() + "</span>");
+    setBanner("<span style='color:#c62828'><b>Failed:</b> " + message.toHtmlEscaped() + "</span>");
 }
 
 void MainWindow::onFinished(const RunOutcome& outcome) {
   checkpoints_->refresh();
   if (outcome.status != tb::RunStatus::Failed) {
-    banner_->setText(QString("%1 after %2 steps, loss %3%4")
+    setBanner(QString("%1 after %2 steps, loss %3%4")
                          .arg(outcome.status == tb::RunStatus::Completed ? "Completed" : "Stopped")
                          .arg(outcome.stepsDone)
                          .arg(outcome.lastLoss, 0, 'f', 4)

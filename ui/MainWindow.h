@@ -5,6 +5,7 @@
 
 #include <QMainWindow>
 #include <QString>
+#include <QStringList>
 
 #include <functional>
 #include <string>
@@ -68,6 +69,9 @@ class MainWindow : public QMainWindow {
   LivePlot* livePlot() const { return live_; }
   QProgressBar* progressBar() const { return progress_; }
   QString etaText() const;
+  // The run's memory budget as the recipe logged it: weights + gradients + optimizer states ("–" before).
+  QString memoryFloorText() const;
+  QString bannerText() const;
   QAction* startAction() const { return start_; }
   QAction* pauseAction() const { return pause_; }
   QAction* stopAction() const { return stop_; }
@@ -87,6 +91,7 @@ class MainWindow : public QMainWindow {
   void onState(RunState state, const QString& message);
   void onFinished(const RunOutcome& outcome);
   void updateTitle();
+  void setBanner(const QString& html);
   void takeScreenshotsAndQuit(int exitCode);
 
   StartupOptions options_;
@@ -101,7 +106,10 @@ class MainWindow : public QMainWindow {
   MetricTile* tokensTile_;
   MetricTile* stepTile_;
   MetricTile* etaTile_;
+  MetricTile* memTile_;
   QLabel* banner_;
+  QString bannerMain_;
+  QStringList runWarnings_;
   QTabWidget* tabs_;
   QAction* start_ = nullptr;
   QAction* pause_ = nullptr;

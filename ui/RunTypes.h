@@ -6,6 +6,7 @@
 #include <QString>
 
 #include <cstdint>
+#include <optional>
 
 #include "recipe.h"
 #include "training/metrics.h"
@@ -16,6 +17,19 @@ namespace tb::ui {
 enum class RunState { Idle, Running, Paused, Stopping, Completed, Stopped, Failed };
 QString stateName(RunState state);  // "running", ... (not toString: QtTest finds that by ADL)
 
+// What a run's weights, gradients and optimizer states take before any activation: the recipe logs it
+// (an info event with a `memory` object) once the optimizer exists.
+struct MemoryBudget {
+  int64_t frozenBytes = 0;
+  int64_t trainableBytes = 0;
+  int64_t gradientBytes = 0;
+  int64_t optimizerBytes = 0;
+  int64_t nf4Params = 0;
+  int64_t floorBytes() const { return frozenBytes + trainableBytes + gradientBytes + optimizerBytes; }
+  double floorGib() const { return double(floorBytes()) / (1024.0 * 1024.0 * 1024.0); }
+  QString describe() const;  // "frozen 12.3 MiB (NF4), trainable …, gradients …, optimizer …"
+};
+
 // An `event` line of the metric stream: compile / checkpoint / end, with the raw JSON for the rest.
 struct RunEvent {
   QString kind;       // compile, checkpoint, end, or anything else a recipe reports
@@ -24,6 +38,8 @@ struct RunEvent {
   QString status;     // end: completed, stopped, failed
   QString message;    // end (failed) or any event's message
   QString json;       // the whole event, compact JSON
+  bool fallback = false;                // compile: the fused step disagreed, the run went on eager
+  std::optional<MemoryBudget> memory;  // info: the memory budget, when the event carries one
 };
 RunEvent runEventFromJson(const nlohmann::json& j);
 

@@ -32,6 +32,9 @@ struct LivePlot::Run {
   double warmupStepSeconds = 0;  // sum of step times of warm-up steps
   double warmupEventSeconds = -1;  // from the compile event, when it came
   QCPItemText* warmupLabel = nullptr;
+  double memoryFloorGib = -1;
+  QCPItemStraightLine* memoryFloorLine = nullptr;
+  QCPItemText* memoryFloorLabel = nullptr;
 };
 
 namespace {
@@ -197,6 +200,38 @@ void LivePlot::setWarmupSeconds(int run, double seconds) {
   }
   scheduleDrain();
 }
+
+void LivePlot::setMemoryFloor(int r, double gib) {
+  if (r < 0 || r >= runCount() || !(gib >= 0)) return;
+  Run& run = *runs_[r];
+  run.memoryFloorGib = gib;
+  if (!run.memoryFloorLine) {
+    run.memoryFloorLine = new QCPItemStraightLine(plot_);
+    run.memoryFloorLine->setClipAxisRect(memRect_);
+    for (QCPItemPosition* p : {run.memoryFloorLine->point1, run.memoryFloorLine->point2}) {
+      p->setAxisRect(memRect_);
+      p->setAxes(memRect_->axis(QCPAxis::atBottom), memRect_->axis(QCPAxis::atLeft));
+    }
+    run.memoryFloorLine->setPen(QPen(run.color, 1, Qt::DashLine));
+    run.memoryFloorLabel = new QCPItemText(plot_);
+    run.memoryFloorLabel->setClipAxisRect(memRect_);
+    run.memoryFloorLabel->position->setAxisRect(memRect_);
+    run.memoryFloorLabel->position->setAxes(memRect_->axis(QCPAxis::atBottom), memRect_->axis(QCPAxis::atLeft));
+    run.memoryFloorLabel->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
+    run.memoryFloorLabel->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
+    run.memoryFloorLabel->setColor(run.color.darker(130));
+  }
+  run.memoryFloorLine->point1->setCoords(0, gib);
+  run.memoryFloorLine->point2->setCoords(1, gib);
+  run.memoryFloorLabel->position->setCoords(0.02, gib);
+  run.memoryFloorLabel->setText(QString("%1weights + gradients + optimizer: %2 GiB")
+                                    .arg(runCount() > 1 ? run.label + ": " : QString())
+                                    .arg(gib, 0, 'f', gib < 1 ? 3 : 2));
+  if (followData_) rescale();
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+double LivePlot::memoryFloor(int r) const { return r >= 0 && r < runCount() ? runs_[r]->memoryFloorGib : -1; }
 
 // "Data arrived", without payload: the first producer after a drain starts the GUI thread's timer.
 void LivePlot::scheduleDrain() {
@@ -395,6 +430,12 @@ void LivePlot::rescale() {
       } else {
         keys.expand(k);
         values.expand(v);
+      }
+    }
+    if (rect == memRect_) {
+      for (const auto& run : runs_) {
+        if (run->memoryFloorGib < 0 || !any) continue;
+        values.expand(run->memoryFloorGib);
       }
     }
     if (!any) continue;

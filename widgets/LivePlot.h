@@ -22,6 +22,7 @@ class QCustomPlot;
 class QCPAxisRect;
 class QCPGraph;
 class QCPItemRect;
+class QCPItemStraightLine;
 class QCPItemText;
 class QCheckBox;
 class QLabel;
@@ -56,6 +57,9 @@ class LivePlot : public QWidget {
   void append(int run, const std::vector<PlotSample>& samples);
   // Any thread: the measured compile warm-up of a run (the `compile` event), shown on the step-time plot.
   void setWarmupSeconds(int run, double seconds);
+  // GUI thread: what the run's weights, gradients and optimizer states take (the recipe's memory budget),
+  // drawn as a dashed line under the peak-memory curve; the gap is activations and workspace.
+  void setMemoryFloor(int run, double gib);
 
   // GUI thread: moves everything buffered into the graphs and queues one replot. Called by the timer;
   // public so callers (tests, export) can flush synchronously.
@@ -81,6 +85,7 @@ class LivePlot : public QWidget {
   std::vector<double> emaValues(int run) const;
   int warmupRegionCount(int run) const;
   QString warmupAnnotation(int run) const;
+  double memoryFloor(int run) const;  // -1 when none was set
   long drainCount() const { return drainCount_; }
   long replotCount() const { return replotCount_; }
   QCustomPlot* plot() const { return plot_; }

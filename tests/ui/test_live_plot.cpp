@@ -128,6 +128,38 @@ class TestLivePlot : public QObject {
     QCOMPARE(rect->bottomRight->coords().x(), 3.5);
   }
 
+  // The recipe's memory budget is a dashed line on the memory panel, inside its value range even when
+  // it lies far under the peaks (a range fitted to the peaks alone would hide it).
+  void memoryFloorIsDrawnUnderThePeak() {
+    LivePlot plot;
+    const int run = plot.addRun("full");
+    QCOMPARE(plot.memoryFloor(run), -1.0);
+    plot.append(run, {sample(1, 2.0), sample(2, 1.9), sample(3, 1.8)});  // peak 0.25 GiB each
+    plot.drainNow();
+    plot.setMemoryFloor(run, 0.1);
+    QCOMPARE(plot.memoryFloor(run), 0.1);
+    QCPAxisRect* memory = nullptr;
+    for (QCPAxisRect* r : plot.plot()->axisRects())
+      if (r->axis(QCPAxis::atLeft)->label() == "peak memory (GiB)") memory = r;
+    QVERIFY(memory);
+    const QCPRange range = memory->axis(QCPAxis::atLeft)->range();
+    QVERIFY2(range.contains(0.1) && range.contains(0.25), qPrintable(QString("%1..%2").arg(range.lower).arg(range.upper)));
+    int lines = 0;
+    for (int i = 0; i < plot.plot()->itemCount(); ++i) {
+      auto* line = qobject_cast<QCPItemStraightLine*>(plot.plot()->item(i));
+      if (!line) continue;
+      ++lines;
+      QCOMPARE(line->point1->value(), 0.1);
+      QCOMPARE(line->point2->value(), 0.1);
+      QCOMPARE(line->clipAxisRect(), memory);
+    }
+    QCOMPARE(lines, 1);
+    plot.setMemoryFloor(run, 0.2);  // moves, is not drawn twice
+    int after = 0;
+    for (int i = 0; i < plot.plot()->itemCount(); ++i) after += qobject_cast<QCPItemStraightLine*>(plot.plot()->item(i)) ? 1 : 0;
+    QCOMPARE(after, 1);
+  }
+
   void logScaleToggle() {
     LivePlot plot;
     plot.addRun("log");

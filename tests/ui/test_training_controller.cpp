@@ -4,6 +4,8 @@
 // a run skips until full_finetune_single_device is built in: no recipe is faked here.
 #include <QElapsedTimer>
 #include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProgressBar>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -14,6 +16,7 @@
 #include "ConfigDocument.h"
 #include "LivePlot.h"
 #include "MainWindow.h"
+#include "ModelInfo.h"
 #include "RunHistory.h"
 #include "TrainingController.h"
 #include "recipe.h"
@@ -86,6 +89,21 @@ tb::config::Config validConfig(const tb::ui::ConfigDocument& doc) {
   const auto result = doc.validate();
   for (const auto& d : result.diagnostics) qWarning("%s", d.format().c_str());
   return result.ok() ? *result.config : tb::config::Config{};
+}
+
+// Parameters of the embedded default's base model, counted by hand from its config.json: embeddings and
+// an untied output head, per layer q/k/v/o, the three MLP matrices and two norms, then the final norm.
+qint64 baseModelParams() {
+  QFile f("resources/base_model/config.json");
+  if (!f.open(QIODevice::ReadOnly)) return -1;
+  const QJsonObject c = QJsonDocument::fromJson(f.readAll()).object();
+  const qint64 vocab = c["vocab_size"].toInt(), dim = c["hidden_size"].toInt(), inter = c["intermediate_size"].toInt();
+  const qint64 heads = c["num_attention_heads"].toInt(), kv = c["num_key_value_heads"].toInt();
+  const qint64 headDim = c.contains("head_dim") ? c["head_dim"].toInt() : dim / heads;
+  const qint64 layers = c["num_hidden_layers"].toInt();
+  const bool tied = c["tie_word_embeddings"].toBool();
+  const qint64 perLayer = dim * heads * headDim * 2 + dim * kv * headDim * 2 + 3 * dim * inter + 2 * dim;
+  return vocab * dim * (tied ? 1 : 2) + layers * perLayer + dim;
 }
 
 QList<nlohmann::json> metricLines(const QString& outputDir) {
@@ -170,6 +188,50 @@ class TestTrainingController : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(w.livePlot()->pointCount(0), 4, 2000);
     QCOMPARE(w.progressBar()->value(), 4);
     QCOMPARE(w.controller()->state(), RunState::Completed);
+    // The memory budget the recipe logged reaches the window: a full fp32 fine-tune with AdamW holds
+    // 4 bytes of weight, 4 of gradient and 8 of moments per parameter.
+    const qint64 params = baseModelParams();
+    QVERIFY(params > 0);
+    QCOMPARE(w.memoryFloorText(), tb::ui::formatBytes(16.0 * double(params)));
+    QVERIFY(std::abs(w.livePlot()->memoryFloor(0) - 16.0 * double(params) / (1024.0 * 1024.0 * 1024.0)) < 1e-12);
+  }
+
+  // compile: true from the window: the warm-up step is shaded and annotated with the compile event's
+  // seconds; a forced mismatch says in the window that the run fell back to eager.
+  void compiledWindowRunShadesTheWarmup_data() {
+    QTest::addColumn<bool>("forceMismatch");
+    QTest::newRow("compiled") << false;
+    QTest::newRow("forced fallback") << true;
+  }
+  void compiledWindowRunShadesTheWarmup() {
+    REQUIRE_RECIPE();
+    QFETCH(bool, forceMismatch);
+    QTemporaryDir out, cache;
+    qputenv("XDG_CACHE_HOME", cache.path().toUtf8());
+    if (forceMismatch) qputenv("TUNEBENCH_COMPILE_FORCE_MISMATCH", "1");
+    tb::ui::StartupOptions options;
+    options.useDefault = true;
+    tb::ui::MainWindow w(options);
+    shortRun(*w.document(), out.path(), 3);
+    w.document()->apply({tb::ui::ConfigEdit::scalar("compile", "true")});
+    QString error;
+    QVERIFY2(w.startRun(&error), qPrintable(error));
+    QSignalSpy finished(w.controller(), &TrainingController::finished);
+    QVERIFY(finished.wait(kStepTimeoutMs));
+    qunsetenv("TUNEBENCH_COMPILE_FORCE_MISMATCH");
+    qunsetenv("XDG_CACHE_HOME");
+    QCOMPARE(w.controller()->state(), RunState::Completed);
+    QTRY_COMPARE_WITH_TIMEOUT(w.livePlot()->pointCount(0), 3, 2000);
+    QCOMPARE(w.livePlot()->runLabel(0), QString("Full fine-tune, compile"));
+    QCOMPARE(w.livePlot()->warmupRegionCount(0), 1);
+    // The annotation carries the compile event's seconds, as metrics.jsonl has them.
+    double seconds = -1;
+    for (const auto& line : metricLines(out.path()))
+      if (line.value("event", "") == "compile") seconds = line.value("seconds", -1.0);
+    QVERIFY(seconds > 0);
+    const QString note = w.livePlot()->warmupAnnotation(0);
+    QVERIFY2(note.contains(QString::number(seconds, 'f', seconds < 10 ? 2 : 1) + " s (1 step)"), qPrintable(note));
+    QCOMPARE(w.bannerText().contains("falling back to eager"), forceMismatch);
   }
 
   void stopEndsWithStatusStopped() {
@@ -254,13 +316,17 @@ class TestTrainingController : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(w.livePlot()->pointCount(0), 4, 2000);
   }
 
+  // Measured with the whole window up (tiles, live plots replotting), not the bare controller: the
+  // GUI thread's own work during a run counts too.
   void guiThreadKeepsAnsweringDuringARun() {
     REQUIRE_RECIPE();
     QTemporaryDir out;
-    tb::ui::ConfigDocument doc;
-    shortRun(doc, out.path(), 6);
-    TrainingController controller;
-    QSignalSpy finished(&controller, &TrainingController::finished);
+    tb::ui::StartupOptions options;
+    options.useDefault = true;
+    tb::ui::MainWindow w(options);
+    shortRun(*w.document(), out.path(), 12);
+    w.show();
+    QSignalSpy finished(w.controller(), &TrainingController::finished);
     // A 10 ms ping on the GUI thread; latency = how late each tick comes.
     QElapsedTimer clock;
     qint64 last = 0, worst = 0, ticks = 0;
@@ -273,14 +339,17 @@ class TestTrainingController : public QObject {
       last = now;
       ++ticks;
     });
-    QVERIFY(controller.start(validConfig(doc), kRecipe));
+    QString error;
+    QVERIFY2(w.startRun(&error), qPrintable(error));
     clock.start();
     ping.start();
     QVERIFY(finished.wait(kStepTimeoutMs));
     ping.stop();
     const double seconds = clock.elapsed() / 1000.0;
-    qInfo("GUI event loop during a %.1f s run: %lld ticks of 10 ms, worst latency %lld ms", seconds, ticks, worst);
-    QCOMPARE(controller.state(), RunState::Completed);
+    qInfo("GUI event loop during a %.1f s run in the window: %lld ticks of 10 ms, worst latency %lld ms", seconds,
+          ticks, worst);
+    QCOMPARE(w.controller()->state(), RunState::Completed);
+    QTRY_COMPARE_WITH_TIMEOUT(w.livePlot()->pointCount(0), 12, 2000);
     // Training on the GUI thread would starve the timer for whole steps.
     QVERIFY2(worst < 500, qPrintable(QString("worst latency %1 ms").arg(worst)));
     QVERIFY(ticks > seconds * 100 * 0.5);
