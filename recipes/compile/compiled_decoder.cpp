@@ -15,6 +15,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 
+#include "compile/fused_attention.h"
 #include "compile/fused_kernels.h"
 #include "compile/fused_nf4.h"
 #include "training/recipe_support.h"
@@ -28,11 +29,12 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// The fused step's pieces that exist today; the rest of the layer runs as the eager modules do.
+// One decoder layer through the fused kernels (attention: eager when the mask is not the plain causal one).
 torch::Tensor compiled_layer(models::TransformerSelfAttentionLayerImpl& layer, const torch::Tensor& x,
-                             const models::PositionInfo& pos) {
-  const auto h = x + layer.attn->forward(fused_rms_norm(x, layer.sa_norm->scale, layer.sa_norm->eps), pos);
-  const auto n = fused_rms_norm(h, layer.mlp_norm->scale, layer.mlp_norm->eps);
+                             const models::PositionInfo& pos, const CompilePlan& plan) {
+  const auto attn = compiled_attention(*layer.attn, fused_rms_norm(x, layer.sa_norm->scale, layer.sa_norm->eps), pos,
+                                       plan.attn_block);
+  const auto [h, n] = fused_add_rms_norm(x, attn, layer.mlp_norm->scale, layer.mlp_norm->eps);
   auto& mlp = *layer.mlp;
   const auto gate = project(mlp.w1, n);  // w1 before w3, as FeedForward runs them
   const auto up = project(mlp.w3, n);
@@ -43,7 +45,7 @@ double relative(double a, double b) { return std::abs(a - b) / std::max(std::abs
 
 }  // namespace
 
-nlohmann::json CompilePlan::to_json() const { return {{"ce_chunk_rows", ce_chunk_rows}}; }
+nlohmann::json CompilePlan::to_json() const { return {{"ce_chunk_rows", ce_chunk_rows}, {"attn_block", attn_block}}; }
 
 CompiledDecoderImpl::CompiledDecoderImpl(models::TransformerDecoder original) : orig_(std::move(original)) {
   register_module("_orig_mod", orig_);
@@ -53,7 +55,7 @@ torch::Tensor CompiledDecoderImpl::forward_hidden(const torch::Tensor& tokens, c
   auto& m = *orig_;
   auto h = m.tok_embeddings->forward(tokens);
   const auto pos = m.make_positions(tokens.size(0), tokens.size(1), input_pos, {}, tokens.device());
-  for (int64_t i = 0; i < m.num_layers(); ++i) h = compiled_layer(m.layer(i), h, pos);
+  for (int64_t i = 0; i < m.num_layers(); ++i) h = compiled_layer(m.layer(i), h, pos, plan);
   return fused_rms_norm(h, m.norm->scale, m.norm->eps);
 }
 
@@ -86,7 +88,7 @@ std::string plan_cache_dir() {
 
 std::string plan_cache_key(const models::ModelArgs& a, torch::ScalarType dtype, int64_t batch, int64_t seq_len) {
   std::ostringstream key;
-  key << "v1 vocab=" << a.vocab_size << " layers=" << a.num_layers << " heads=" << a.num_heads
+  key << "v2 vocab=" << a.vocab_size << " layers=" << a.num_layers << " heads=" << a.num_heads
       << " kv=" << a.num_kv_heads << " dim=" << a.embed_dim << " hidden=" << a.intermediate_dim
       << " tied=" << a.tie_word_embeddings << " dtype=" << c10::toString(dtype) << " batch=" << batch
       << " seq=" << seq_len << " isa=" << instruction_set() << " threads=" << at::get_num_threads()
@@ -109,7 +111,8 @@ std::optional<CompilePlan> load_cached_plan(const std::string& key) {
   if (!j.is_object() || j.value("key", "") != key || !j.contains("plan")) return std::nullopt;  // another key's hash
   CompilePlan plan;
   plan.ce_chunk_rows = j["plan"].value("ce_chunk_rows", int64_t{0});
-  if (plan.ce_chunk_rows < 1) return std::nullopt;
+  plan.attn_block = j["plan"].value("attn_block", int64_t{0});
+  if (plan.ce_chunk_rows < 1 || plan.attn_block < 1) return std::nullopt;
   return plan;
 }
 
@@ -148,11 +151,42 @@ std::vector<torch::Tensor> take_grads(const std::vector<torch::Tensor>& params) 
   return out;
 }
 
-// The chunk size of the fused loss that runs fastest here, timed on this batch's hidden states.
+// The attention tile that runs forward + backward fastest at this batch's shape, timed on random
+// q, k, v (their own generator: the run's random stream is not touched).
+int64_t tune_attention_block(const models::ModelArgs& args, torch::ScalarType dtype, int64_t batch, int64_t seq_len) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat);
+  const int64_t d = args.head_dim();
+  auto draw = [&](int64_t heads) {
+    return torch::randn({batch, heads, seq_len, d}, gen, opts).to(dtype).requires_grad_(true);
+  };
+  const auto q = draw(args.num_heads), k = draw(args.num_kv_heads), v = draw(args.num_kv_heads);
+  const auto up = torch::randn({batch, seq_len, args.num_heads, d}, gen, opts).to(dtype);
+  int64_t best = 64;
+  double best_s = INFINITY;
+  for (int64_t block : {32, 64, 128}) {
+    double s = INFINITY;
+    for (int run = 0; run < 2; ++run) {  // the faster of two: the first also warms the caches
+      const auto start = Clock::now();
+      (fused_causal_attention(q, k, v, block) * up).sum().backward();
+      s = std::min(s, seconds_since(start));
+    }
+    if (s < best_s) {
+      best_s = s;
+      best = block;
+    }
+    if (block >= seq_len) break;  // larger tiles are the same single tile
+  }
+  return best;
+}
+
+// The chunk size of the fused loss that runs fastest here, timed on this batch's hidden states; the
+// attention tile timed at the batch's shape.
 CompilePlan tune(CompiledDecoderImpl& compiled, const torch::Tensor& hidden, const torch::Tensor& labels,
                  const training::LossSpec& spec) {
   const auto weight = compiled.output_weight();
   CompilePlan best;
+  best.attn_block = tune_attention_block(compiled.orig_mod()->args(), hidden.scalar_type(), hidden.size(0), hidden.size(1));
   if (!weight.defined()) return best;
   const auto h = hidden.detach().reshape({-1, hidden.size(-1)}).requires_grad_(true);
   const int64_t rows = h.size(0);

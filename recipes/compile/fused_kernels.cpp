@@ -4,6 +4,8 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/torch.h>
 
+#include <c10/util/BFloat16.h>
+
 #include <cmath>
 #include <vector>
 
@@ -54,6 +56,16 @@ void rms_norm_backward_row(const float* x, const float* scale, const float* g, f
     dx[i] = rstd * g[i] * scale[i] - x[i] * k;
     dscale[i] += g[i] * x[i] * rstd;
   }
+}
+
+// h = x + r (rounded to bf16 when `round_bf16`), then y = rms_norm(h) * scale; returns rstd.
+TB_MULTIVERSION
+float add_rms_norm_row(const float* x, const float* r, const float* scale, float* h, float* y, int64_t d, float eps,
+                       bool round_bf16) {
+  for (int64_t i = 0; i < d; ++i) h[i] = x[i] + r[i];
+  if (round_bf16)
+    for (int64_t i = 0; i < d; ++i) h[i] = static_cast<float>(c10::BFloat16(h[i]));
+  return rms_norm_row(h, scale, y, d, eps);
 }
 
 TB_MULTIVERSION
@@ -119,6 +131,71 @@ struct RMSNormFn : torch::autograd::Function<RMSNormFn> {
           rms_norm_backward_row(xp + r * d, sp, gp + r * d, rp[r], dxp + r * d, pp + t * d, d);
     });
     return {dx.view(x.sizes()).to(x.scalar_type()), partial.sum(0).to(scale.scalar_type()), torch::Tensor()};
+  }
+};
+
+// ---- residual add + RMSNorm ------------------------------------------------------------------------------
+
+struct AddRMSNormFn : torch::autograd::Function<AddRMSNormFn> {
+  static tensor_list forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& r,
+                             const torch::Tensor& scale, double eps) {
+    const int64_t d = x.size(-1);
+    const auto xf = as_f32(x).view({-1, d});
+    const auto rf = as_f32(r).view({-1, d});
+    const auto sf = as_f32(scale);
+    auto h = torch::empty_like(xf), y = torch::empty_like(xf);
+    auto rstd = torch::empty({xf.size(0)}, xf.options());
+    const bool round_bf16 = x.scalar_type() == torch::kBFloat16;
+    const float* xp = xf.data_ptr<float>();
+    const float* rp = rf.data_ptr<float>();
+    const float* sp = sf.data_ptr<float>();
+    float* hp = h.data_ptr<float>();
+    float* yp = y.data_ptr<float>();
+    float* stdp = rstd.data_ptr<float>();
+    at::parallel_for(0, xf.size(0), 16, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        stdp[i] = add_rms_norm_row(xp + i * d, rp + i * d, sp, hp + i * d, yp + i * d, d, float(eps), round_bf16);
+    });
+    auto h_out = h.view(x.sizes()).to(x.scalar_type());
+    ctx->save_for_backward({h_out, scale, rstd});
+    return {h_out, y.view(x.sizes()).to(x.scalar_type())};
+  }
+
+  // dh = gh + RMSNorm's backward of gn; x and r both get dh.
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto& h = saved[0];
+    const auto& scale = saved[1];
+    const auto& rstd = saved[2];
+    const int64_t d = h.size(-1);
+    const auto hf = as_f32(h).view({-1, d});
+    const auto sf = as_f32(scale);
+    const int64_t rows = hf.size(0);
+    const auto gh = grads[0].defined() ? as_f32(grads[0]).view({-1, d}) : torch::zeros_like(hf);
+    if (!grads[1].defined())
+      return {gh.view(h.sizes()).to(h.scalar_type()), gh.view(h.sizes()).to(h.scalar_type()),
+              torch::zeros_like(scale), torch::Tensor()};
+    const auto gn = as_f32(grads[1]).view({-1, d});
+    auto dh = torch::empty_like(hf);
+    const int threads = at::get_num_threads();
+    auto partial = torch::zeros({threads, d}, hf.options());  // per-thread dscale, as RMSNormFn
+    const float* hp = hf.data_ptr<float>();
+    const float* sp = sf.data_ptr<float>();
+    const float* gnp = gn.data_ptr<float>();
+    const float* ghp = gh.data_ptr<float>();
+    const float* stdp = rstd.data_ptr<float>();
+    float* dhp = dh.data_ptr<float>();
+    float* pp = partial.data_ptr<float>();
+    const int64_t per_thread = (rows + threads - 1) / threads;
+    at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t)
+        for (int64_t i = t * per_thread; i < std::min(rows, (t + 1) * per_thread); ++i) {
+          rms_norm_backward_row(hp + i * d, sp, gnp + i * d, stdp[i], dhp + i * d, pp + t * d, d);
+          for (int64_t j = 0; j < d; ++j) dhp[i * d + j] += ghp[i * d + j];
+        }
+    });
+    const auto dx = dh.view(h.sizes()).to(h.scalar_type());
+    return {dx, dx, partial.sum(0).to(scale.scalar_type()), torch::Tensor()};
   }
 };
 
@@ -214,6 +291,13 @@ std::string instruction_set() {
 
 torch::Tensor fused_rms_norm(const torch::Tensor& x, const torch::Tensor& scale, double eps) {
   return RMSNormFn::apply(x, scale, eps);
+}
+
+std::pair<torch::Tensor, torch::Tensor> fused_add_rms_norm(const torch::Tensor& x, const torch::Tensor& r,
+                                                           const torch::Tensor& scale, double eps) {
+  TORCH_CHECK(x.sizes() == r.sizes() && x.scalar_type() == r.scalar_type(), "fused_add_rms_norm: x and r must match");
+  auto out = AddRMSNormFn::apply(x, r, scale, eps);
+  return {out[0], out[1]};
 }
 
 torch::Tensor fused_swiglu(const torch::Tensor& a, const torch::Tensor& b) { return SwiGLUFn::apply(a, b); }

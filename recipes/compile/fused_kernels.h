@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include <torch/types.h>
 
@@ -16,6 +17,12 @@ std::string instruction_set();
 // RMSNorm, as models::RMSNorm computes it: y = x / sqrt(mean(x^2) + eps) * scale over the last dim,
 // accumulated in fp32. x [..., D] fp32 or bf16, scale [D] of x's dtype.
 torch::Tensor fused_rms_norm(const torch::Tensor& x, const torch::Tensor& scale, double eps);
+
+// The residual add fused with the norm that follows it: h = x + r and n = rms_norm(h) * scale in one
+// pass over the rows (h rounded to x's dtype before the norm, as the eager x + r then RMSNorm).
+// Returns {h, n}; backward takes the gradients of both.
+std::pair<torch::Tensor, torch::Tensor> fused_add_rms_norm(const torch::Tensor& x, const torch::Tensor& r,
+                                                           const torch::Tensor& scale, double eps);
 
 // SwiGLU's gate: silu(a) * b, elementwise; a and b of one shape and dtype.
 torch::Tensor fused_swiglu(const torch::Tensor& a, const torch::Tensor& b);
