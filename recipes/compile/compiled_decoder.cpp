@@ -162,9 +162,9 @@ int64_t tune_attention_block(const models::ModelArgs& args, torch::ScalarType dt
   };
   const auto q = draw(args.num_heads), k = draw(args.num_kv_heads), v = draw(args.num_kv_heads);
   const auto up = torch::randn({batch, seq_len, args.num_heads, d}, gen, opts).to(dtype);
-  int64_t best = 64;
+  int64_t best = CompilePlan{}.attn_block;
   double best_s = INFINITY;
-  for (int64_t block : {32, 64, 128}) {
+  for (int64_t block : {64, 128, 256}) {  // smaller tiles lose to the per-matmul overhead here
     double s = INFINITY;
     for (int run = 0; run < 2; ++run) {  // the faster of two: the first also warms the caches
       const auto start = Clock::now();

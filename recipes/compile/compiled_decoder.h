@@ -23,7 +23,7 @@ namespace tb::compile {
 // LibTorch version.
 struct CompilePlan {
   int64_t ce_chunk_rows = 1024;  // rows of the fused output projection + cross entropy per chunk
-  int64_t attn_block = 64;       // queries (and keys) per tile of the fused causal attention
+  int64_t attn_block = 128;      // queries (and keys) per tile of the fused causal attention
   nlohmann::json to_json() const;
 };
 

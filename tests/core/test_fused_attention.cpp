@@ -6,6 +6,10 @@
 // MultiHeadAttention::forward (and its eager fallback for other masks).
 #include <QtTest>
 
+#include <array>
+#include <chrono>
+#include <functional>
+
 #include <torch/torch.h>
 
 #include "compile/fused_attention.h"
@@ -155,6 +159,42 @@ class TestFusedAttention : public QObject {
     QCOMPARE(total, q.numel() + k.numel() + v.numel() + out.numel() + B * H * T);
     // Not an attention output: nothing to report.
     QVERIFY(tb::compile::attention_saved_tensors(q * 2).empty());
+  }
+
+  // Not a check: forward + backward time of the eager rotary + attention against the fused kernels at
+  // the bench shapes, printed when TB_ATTENTION_TIMING is set (for choosing tiles by hand).
+  void attentionTiming() {
+    if (!qEnvironmentVariableIsSet("TB_ATTENTION_TIMING")) QSKIP("set TB_ATTENTION_TIMING to time");
+    using Clock = std::chrono::steady_clock;
+    for (const auto& [B, H, T, D] : std::vector<std::array<int64_t, 4>>{{4, 6, 256, 48}, {2, 12, 512, 64}}) {
+      tb::models::RotaryTables tables(D, 10000.0, std::nullopt, T);
+      const auto [cos, sin] = tables.first(T, torch::kCPU);
+      auto q = leaf({B, T, H, D}, torch::kFloat), k = leaf({B, T, H, D}, torch::kFloat), v = leaf({B, T, H, D}, torch::kFloat);
+      const auto up = torch::randn({B, T, H, D});
+      auto time = [&](const std::function<torch::Tensor()>& f) {
+        double best = 1e9;
+        for (int i = 0; i < 3; ++i) {
+          const auto start = Clock::now();
+          (f() * up).sum().backward();
+          best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
+        }
+        return best * 1e3;
+      };
+      const double eager = time([&] {
+        const auto qr = tb::models::apply_rotary(q.transpose(1, 2), cos, sin);
+        const auto kr = tb::models::apply_rotary(k.transpose(1, 2), cos, sin);
+        return tb::models::grouped_query_attention(qr, kr, v.transpose(1, 2), causal_blocked(T), 1.0 / std::sqrt(double(D)))
+            .transpose(1, 2);
+      });
+      qInfo("B%lld H%lld T%lld D%lld eager %.1f ms", (long long)B, (long long)H, (long long)T, (long long)D, eager);
+      for (int64_t block : {32, 64, 128, 256}) {
+        const double fused = time([&] {
+          const auto qr = tb::compile::fused_rotary(q, cos, sin), kr = tb::compile::fused_rotary(k, cos, sin);
+          return tb::compile::fused_causal_attention(qr.transpose(1, 2), kr.transpose(1, 2), v.transpose(1, 2), block);
+        });
+        qInfo("  fused block %lld: %.1f ms", (long long)block, fused);
+      }
+    }
   }
 
   void addRmsNormMatchesEager_data() {
