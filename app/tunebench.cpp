@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
   const QCommandLineOption quitAfter("quit-after-steps", "With --autostart: stop (saving) after N steps, then quit.", "N");
   const QCommandLineOption screenshot("screenshot", "Save PNGs of the window (and each tab) when quitting.", "file.png");
   parser.addOptions({config, useDefault, autostart, quitAfter, screenshot});
+  parser.addPositionalArgument("overrides", "Config overrides as tunebench-cli takes them: key=value, ~key.",
+                               "[key=value...]");
   parser.process(app);
 
   // Bundled configs name their files relative to the repository root or the share folder: started
@@ -40,6 +42,7 @@ int main(int argc, char** argv) {
   options.useDefault = parser.isSet(useDefault);
   options.autostart = parser.isSet(autostart);
   options.screenshot = parser.value(screenshot);
+  options.overrides = parser.positionalArguments();
   if (parser.isSet(quitAfter)) {
     bool ok = false;
     options.quitAfterSteps = parser.value(quitAfter).toInt(&ok);

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Real-window check: starts build/bin/tunebench under Xvfb on the embedded default, lets it train a few
-# steps, stops (saving a checkpoint), and saves screenshots of each tab to docs/screenshots/.
-#   scripts/screenshots.sh [steps]      default 6 steps
+# steps with compile on (so the Live tab shows the warm-up), stops (saving a checkpoint), and saves
+# screenshots of each tab to docs/screenshots/.
+#   scripts/screenshots.sh [steps]      default 16 steps
 # Needs the xvfb package (xvfb-run) and a build in build/. Run from anywhere; it works in the repo root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-steps=${1:-6}
+steps=${1:-16}
 app=${TUNEBENCH_APP:-build/bin/tunebench}
 out=docs/screenshots
 [ -x "$app" ] || { echo "screenshots.sh: $app not found: build first (scripts/setup.sh build)" >&2; exit 1; }
@@ -17,8 +18,13 @@ mkdir -p "$out"
 settings=$(mktemp -d)
 trap 'rm -rf "$settings"' EXIT
 export XDG_CONFIG_HOME="$settings"
+export XDG_CACHE_HOME="$settings"  # no compile plan from an earlier run: the warm-up is the real one
 
-echo "==> $app --default --autostart --quit-after-steps $steps --screenshot $out/tunebench.png (under Xvfb)"
+# A fresh output folder: the Checkpoints and Runs tabs show this run only.
+run_dir=build/runs/screenshots
+rm -rf "$run_dir"
+
+echo "==> $app --default --autostart --quit-after-steps $steps --screenshot $out/tunebench.png compile=true output_dir=$run_dir (under Xvfb)"
 timeout 900 xvfb-run -a -s "-screen 0 1600x1000x24" \
-  "$app" --default --autostart --quit-after-steps "$steps" --screenshot "$out/tunebench.png"
+  "$app" --default --autostart --quit-after-steps "$steps" --screenshot "$out/tunebench.png" compile=true output_dir="$run_dir"
 ls -l "$out"/tunebench*.png

@@ -42,6 +42,7 @@ MainWindow::MainWindow(const StartupOptions& options, QWidget* parent)
     : QMainWindow(parent), options_(options), doc_(new ConfigDocument(this)), controller_(new TrainingController(this)) {
   setWindowIcon(appIcon());
   loadInitialSetup();  // before the panels, so they open on it
+  applyStartupOverrides();
   buildUi();
   buildActions();
   restoreSettings();
@@ -97,6 +98,27 @@ void MainWindow::loadInitialSetup() {
     }
   }
   loadEmbeddedDefault();
+}
+
+// The command line's overrides become form edits of the opened setup (so "Copy CLI command" gives
+// them back); one that is not `key=value` or `~key` is reported and skipped.
+void MainWindow::applyStartupOverrides() {
+  QVector<ConfigEdit> edits;
+  QStringList bad;
+  for (const QString& o : options_.overrides) {
+    const int eq = o.indexOf('=');
+    if (o.startsWith('~') && eq < 0 && o.size() > 1)
+      edits << ConfigEdit::erase(o.mid(1));
+    else if (eq > 0)
+      edits << ConfigEdit::scalar(o.left(eq).trimmed(), o.mid(eq + 1));
+    else
+      bad << o;
+  }
+  if (!edits.isEmpty()) doc_->apply(edits);
+  if (bad.isEmpty()) return;
+  const QString why = "ignored override(s) " + bad.join(", ") + ": expected key=value or ~key";
+  std::cerr << "tunebench: " << why.toStdString() << "\n";
+  startupMessage_ = startupMessage_.isEmpty() ? why : startupMessage_ + "; " + why;
 }
 
 void MainWindow::loadEmbeddedDefault() {

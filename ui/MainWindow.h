@@ -40,6 +40,7 @@ struct StartupOptions {
   bool autostart = false;   // press Start once the window is up
   int quitAfterSteps = 0;   // with autostart: stop (saving) after this many steps, then quit
   QString screenshot;       // PNG of the window when quitting; the other tabs go to <name>-config.png, ...
+  QStringList overrides;    // `key=value` / `~key`, as tunebench-cli takes them, applied to the opened setup
 };
 
 class MainWindow : public QMainWindow {
@@ -83,6 +84,7 @@ class MainWindow : public QMainWindow {
   void buildUi();
   void buildActions();
   void loadInitialSetup();
+  void applyStartupOverrides();
   void restoreSettings();
   void saveSettings();
   bool startWith(const std::vector<std::string>& overrides, qint64 resumeStep, QString* error);

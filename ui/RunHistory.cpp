@@ -58,7 +58,13 @@ RunLog readRunLog(const QString& path) {
     log.errors << log.path + ": " + file.errorString();
     return log;
   }
+  // The file is appended to by every run into the folder. A step number that goes back starts a new
+  // stretch: a fresh run (step 1) replaces everything, a resume from step k (k + 1) keeps 1..k. What
+  // follows an `end` event is another invocation: its compile and end events replace the old ones.
   std::map<int64_t, tb::training::StepMetrics> byStep;
+  std::vector<std::pair<int64_t, QString>> checkpoints;  // (step, path)
+  int64_t lastStep = 0;
+  bool ended = false;
   int lineNo = 0;
   while (!file.atEnd()) {
     const QByteArray line = file.readLine().trimmed();
@@ -71,11 +77,19 @@ RunLog readRunLog(const QString& path) {
       continue;
     }
     try {
-      if (j.contains("event")) {
-        const std::string event = j.value("event", "");
+      const std::string event = j.contains("event") ? j.value("event", "") : "";
+      if (ended && event != "end") {
+        ended = false;
+        log.compileSeconds = -1;
+        log.endStatus.clear();
+        log.endMessage.clear();
+      }
+      if (!event.empty()) {
         if (event == "compile") log.compileSeconds = j.value("seconds", -1.0);
-        if (event == "checkpoint") log.checkpoints << QString::fromStdString(j.value("path", ""));
+        if (event == "checkpoint")
+          checkpoints.emplace_back(j.value("step", lastStep), QString::fromStdString(j.value("path", "")));
         if (event == "end") {
+          ended = true;
           log.endStatus = QString::fromStdString(j.value("status", ""));
           log.endMessage = QString::fromStdString(j.value("message", ""));
         }
@@ -83,12 +97,20 @@ RunLog readRunLog(const QString& path) {
       }
       if (!j.contains("step")) continue;
       const auto m = tb::training::step_metrics_from_json(j);
+      if (m.step <= lastStep) {
+        byStep.erase(byStep.lower_bound(m.step), byStep.end());
+        checkpoints.erase(std::remove_if(checkpoints.begin(), checkpoints.end(),
+                                         [&](const auto& c) { return c.first >= m.step; }),
+                          checkpoints.end());
+      }
+      lastStep = m.step;
       byStep[m.step] = m;
     } catch (const std::exception& e) {
       log.errors << QString("%1:%2: %3").arg(log.path).arg(lineNo).arg(e.what());
     }
   }
   for (auto& [step, m] : byStep) log.steps.push_back(m);
+  for (const auto& c : checkpoints) log.checkpoints << c.second;
   return log;
 }
 

@@ -16,11 +16,11 @@ namespace tb::ui {
 
 struct RunLog {
   QString path;                                  // the metrics.jsonl read
-  std::vector<tb::training::StepMetrics> steps;  // by step; a resumed run's later line for a step wins
+  std::vector<tb::training::StepMetrics> steps;  // by step, of the latest run (with what a resume kept)
   double compileSeconds = -1;                    // from the last `compile` event, -1 when none
   QString endStatus;                             // completed, stopped, failed; empty while running
   QString endMessage;
-  QStringList checkpoints;                       // paths from `checkpoint` events
+  QStringList checkpoints;                       // paths from `checkpoint` events of those steps
   QStringList errors;                            // "file:line: message" for lines that are not valid JSON
   int warmupSteps() const;
   // The median tokens/s over steady steps (0 when there is none).

@@ -58,6 +58,23 @@ class TestMainWindow : public QObject {
     }
   }
 
+  // `tunebench compile=true ...`: the command line's overrides are edits of the opened setup, the form
+  // and the YAML show them, and "Copy CLI command" gives them back; a malformed one is reported.
+  void commandLineOverridesEditTheSetup() {
+    if (tb::config::find_config(tb::ui::kEmbeddedDefaultConfig).empty()) QSKIP("the embedded default is not bundled");
+    tb::ui::StartupOptions options;
+    options.useDefault = true;
+    options.overrides = {"compile=true", "optimizer.lr=0.004", "~clip_grad_norm", "oops"};
+    tb::ui::MainWindow w(options);
+    QCOMPARE(w.document()->scalar("compile"), QString("true"));
+    QCOMPARE(w.document()->scalar("optimizer.lr"), QString("0.004"));
+    QVERIFY(!w.document()->value("clip_grad_norm").IsDefined());
+    QVERIFY(w.document()->text().contains("compile: true"));
+    const QStringList cli = w.document()->cliOverrides();
+    QVERIFY2(cli.contains("compile=true") && cli.contains("optimizer.lr=0.004"), qPrintable(cli.join(' ')));
+    QVERIFY2(w.startupMessage().contains("oops"), qPrintable(w.startupMessage()));
+  }
+
   void startRefusesHonestlyWithoutARecipe() {
     if (tb::find_recipe("full_finetune_single_device"))
       QSKIP("the recipe exists: covered by test_training_controller");

@@ -45,8 +45,8 @@ class TestRunHistory : public QObject {
   void readsMetricsStream() {
     QTemporaryDir dir;
     QByteArray log = stepLine(1, 3.0, 100, "warmup", 4.0) + "{\"event\":\"compile\",\"seconds\":3.5}\n" +
-                     stepLine(2, 2.5, 300, "steady") + "{not json\n" + stepLine(3, 2.0, 400, "steady") +
-                     "{\"event\":\"checkpoint\",\"path\":\"/x/step_3\"}\n" +
+                     stepLine(2, 2.5, 300, "steady") + "{\"event\":\"checkpoint\",\"path\":\"/x/step_2\"}\n" +
+                     "{not json\n" + stepLine(3, 2.0, 400, "steady") +
                      // A resume from step 2 logs step 3 again: the later line wins.
                      stepLine(3, 1.9, 500, "steady") + stepLine(4, 1.5, 200, "steady") +
                      "{\"event\":\"end\",\"status\":\"stopped\"}\n";
@@ -57,11 +57,44 @@ class TestRunHistory : public QObject {
     QCOMPARE(r.steps[2].loss, 1.9);
     QCOMPARE(r.compileSeconds, 3.5);
     QCOMPARE(r.endStatus, QString("stopped"));
-    QCOMPARE(r.checkpoints, QStringList{"/x/step_3"});
+    QCOMPARE(r.checkpoints, QStringList{"/x/step_2"});
     QCOMPARE(r.warmupSteps(), 1);
     QCOMPARE(r.medianSteadyTokensPerSecond(), 300.0);  // median of 300, 500, 200
     QCOMPARE(r.errors.size(), 1);
-    QVERIFY2(r.errors.first().endsWith("metrics.jsonl:4: not a JSON object"), qPrintable(r.errors.first()));
+    QVERIFY2(r.errors.first().endsWith("metrics.jsonl:5: not a JSON object"), qPrintable(r.errors.first()));
+  }
+
+  // Every run into a folder appends to its metrics.jsonl: a fresh run there shows alone (not on top of
+  // the old run's later steps), a resume keeps the steps up to its checkpoint; an eager run after a
+  // compiled one has no compile seconds.
+  void laterRunsInTheSameFolderReplaceEarlierOnes() {
+    QTemporaryDir dir;
+    QByteArray log;
+    log += "{\"event\":\"compile\",\"seconds\":2.0}\n";
+    for (int s = 1; s <= 6; ++s) log += stepLine(s, 5.0 - 0.1 * s, 100, s == 1 ? "warmup" : "steady");
+    log += "{\"event\":\"checkpoint\",\"path\":\"/x/step_6\",\"step\":6}\n{\"event\":\"end\",\"status\":\"completed\"}\n";
+    // A fresh eager run into the same folder, killed after step 3 (no end event).
+    for (int s = 1; s <= 3; ++s) log += stepLine(s, 3.0, 200, "steady");
+    log += "{\"event\":\"checkpoint\",\"path\":\"/x/step_2\",\"step\":2}\n";
+    writeFile(dir.filePath("logs/metrics.jsonl"), log);
+    tb::ui::RunLog r = tb::ui::readRunLog(dir.path());
+    QCOMPARE(int(r.steps.size()), 3);
+    for (const auto& m : r.steps) QCOMPARE(m.loss, 3.0);
+    QCOMPARE(r.compileSeconds, -1.0);
+    QCOMPARE(r.endStatus, QString());
+    QCOMPARE(r.checkpoints, QStringList{"/x/step_2"});
+
+    // Resumed from step 2: steps 1-2 stay, the killed run's step 3 is replaced, 4-5 are new.
+    log += stepLine(3, 2.0, 300, "steady") + stepLine(4, 1.9, 300, "steady") + stepLine(5, 1.8, 300, "steady");
+    log += "{\"event\":\"end\",\"status\":\"stopped\"}\n";
+    writeFile(dir.filePath("logs/metrics.jsonl"), log);
+    r = tb::ui::readRunLog(dir.path());
+    QCOMPARE(int(r.steps.size()), 5);
+    QCOMPARE(r.steps[1].loss, 3.0);
+    QCOMPARE(r.steps[2].loss, 2.0);
+    QCOMPARE(r.steps[4].loss, 1.8);
+    QCOMPARE(r.endStatus, QString("stopped"));
+    QCOMPARE(r.checkpoints, QStringList{"/x/step_2"});
   }
 
   void scansCheckpointFolders() {
