@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The issue-6 table: `bench compile` (eager vs compiled, same batches, one process each) for every
+# recipe, shape and dtype, printed as one Markdown table; each run's JSON line goes to stderr.
+#   scripts/bench_compile_table.sh [15m|110m|all]      default all
+# stories15M at batch 4 x 256 (8 measured steps after 2), stories110M at 2 x 512 (4 after 1); random
+# weights, synthetic ids, 2 threads. Takes ~15 minutes on 2 cores; run nothing else meanwhile.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+which=${1:-all}
+cli=build/bin/tunebench-cli
+python=${TB_PYTHON:-python3}
+[ -x "$cli" ] || { echo "bench_compile_table.sh: $cli not found: build first (scripts/setup.sh build)" >&2; exit 1; }
+threads=${THREADS:-2}
+lines=()
+
+run() {  # shape dtype recipe steps warmup overrides...
+  local shape=$1 dtype=$2 recipe=$3 steps=$4 warmup=$5
+  shift 5
+  echo "==> $shape $dtype $recipe" >&2
+  local line
+  line=$("$cli" bench compile --config "configs/bench/stories15m_$recipe.yaml" --steps "$steps" --warmup "$warmup" \
+    num_threads="$threads" dtype="$dtype" "$@" | tail -n 1)
+  echo "$line" >&2
+  lines+=("$shape|$dtype|$line")
+}
+
+for dtype in fp32 bf16; do
+  for recipe in full lora qlora; do
+    if [ "$which" != 110m ]; then run "stories15m 4x256" "$dtype" "$recipe" 8 2; fi
+    if [ "$which" != 15m ]; then
+      prefix=""; [ "$recipe" = lora ] && prefix=lora_; [ "$recipe" = qlora ] && prefix=qlora_
+      run "stories110m 2x512" "$dtype" "$recipe" 4 1 model._component_=tunebench.models.${prefix}llama2_stories110m \
+        batch_size=2 dataset.seq_len=512
+    fi
+  done
+done
+
+"$python" - "${lines[@]}" <<'PY'
+import json, sys
+print("| shape | dtype | recipe | eager tok/s | compile tok/s | speedup | eager 1st s | compile 1st s | warm-up s | warm-up cost (steady steps) | plan cache | fallback | loss max rel diff | eager peak GiB | compile peak GiB |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+for arg in sys.argv[1:]:
+    shape, dtype, line = arg.split("|", 2)
+    j = json.loads(line)
+    print("| %s | %s | %s | %.0f | %.0f | **%.2fx** | %.2f | %.2f | %.2f | %.1f | %s | %s | %.1e | %.3f | %.3f |" % (
+        shape, dtype, j["recipe"].replace("_finetune_single_device", ""), j["eager_tokens_per_s"],
+        j["compile_tokens_per_s"], j["speedup"], j["eager_first_step_s"], j["compile_first_step_s"],
+        j["compile_warmup_s"], j.get("warmup_cost_steps", float("nan")), "hit" if j.get("cache_hit") else "miss",
+        "yes" if j.get("fallback") else "no", j["loss_max_rel_diff"], j["eager_peak_memory_gib"],
+        j["compile_peak_memory_gib"]))
+PY
