@@ -3,6 +3,7 @@
 #include <chrono>
 #include <thread>
 
+#include "compile/fused_adamw.h"
 #include "compile/fused_kernels.h"
 #include "data/dataset.h"
 #include "training/memory.h"
@@ -55,6 +56,11 @@ void SingleDeviceRecipe::setup_optimizer_and_resume() {
   for (auto& p : model_->parameters())
     if (p.requires_grad()) params_.push_back(p);
   optimizer_ = registry_.build<OptimizerFactory>(cfg_.at("optimizer"))(params_);
+  if (compile_) {
+    optimizer_ = compile::fuse_optimizer(std::move(optimizer_));
+    if (dynamic_cast<compile::FusedAdamW*>(optimizer_.get()))
+      log_info("compile: AdamW steps fused (one pass over each parameter; torch's AdamW state and checkpoint)");
+  }
   base_lr_ = current_lr(*optimizer_);
   logger_.log_event(memory_budget_event(*model_, *optimizer_, params_));
   steps_per_epoch_ = loader_->batches_per_epoch() / grad_accum_;
@@ -119,6 +125,8 @@ RunResult SingleDeviceRecipe::train() {
         fused_ = !report.fallback;
         logger_.log_event(report.event());
         if (report.fallback) logger_.log_event({{"event", "warning"}, {"message", "compile: falling back to eager: " + report.reason}});
+        if (auto* fused_adamw = dynamic_cast<compile::FusedAdamW*>(optimizer_.get()); fused_adamw && report.fallback)
+          fused_adamw->set_fused(false);  // the fallen-back run steps as eager, bit for bit
         loss_sum = report.loss_sum;  // its gradients are in place
       } else {
         loss_sum = forward_loss(t);
