@@ -1,7 +1,179 @@
 #include "compile/fused_nf4.h"
 
-namespace tb::compile {
+#include <ATen/Parallel.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/torch.h>
 
-torch::Tensor project(torch::nn::AnyModule& projection, const torch::Tensor& x) { return projection.forward(x); }
+#include <algorithm>
+#include <vector>
+
+#include "peft/lora_linear.h"
+#include "quant/nf4.h"
+
+namespace tb::compile {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// Values per tile buffer by default: 512 KiB of fp32, so a thread's tile stays in its L2 while the
+// matmul reads it.
+constexpr int64_t kDefaultTileElements = int64_t(1) << 17;
+
+// What the tile loops read of an NF4 weight [out, in]: its packed codes and its dequantised block scales.
+struct NF4Tiles {
+  const uint8_t* packed;
+  const float* scales;
+  int64_t block_size, out, in;
+};
+
+// Flattened weight values [begin, end) into dst, as dequantize_nf4 computes them (code * block
+// scale in fp32, then rounded to T). Blocks have an even size, so only `begin` can split a byte.
+template <typename T>
+void dequantize_range(const NF4Tiles& w, int64_t begin, int64_t end, T* dst) {
+  const auto& codes = quant::nf4_code_book();
+  int64_t e = begin;
+  while (e < end) {
+    const int64_t block = e / w.block_size;
+    const int64_t block_end = std::min(end, (block + 1) * w.block_size);
+    const float s = w.scales[block];
+    if (e & 1) {
+      dst[e - begin] = T(codes[w.packed[e >> 1] & 15] * s);
+      ++e;
+    }
+    for (; e + 1 < block_end; e += 2) {
+      const uint8_t byte = w.packed[e >> 1];
+      dst[e - begin] = T(codes[byte >> 4] * s);
+      dst[e + 1 - begin] = T(codes[byte & 15] * s);
+    }
+    if (e < block_end) {
+      dst[e - begin] = T(codes[w.packed[e >> 1] >> 4] * s);
+      ++e;
+    }
+  }
+}
+
+// Lines (rows or columns) of `length` values per tile: `tile_elements` of them when given, else a
+// cache-sized tile, made smaller when that leaves fewer than two tiles per thread.
+int64_t tile_lines(int64_t lines, int64_t length, int64_t tile_elements) {
+  if (tile_elements > 0) return std::clamp<int64_t>(tile_elements / length, 1, lines);
+  const int64_t fit = std::max<int64_t>(1, kDefaultTileElements / length);
+  const int64_t balanced = (lines + 2 * at::get_num_threads() - 1) / (2 * at::get_num_threads());
+  return std::clamp<int64_t>(std::min(fit, std::max<int64_t>(balanced, 8)), 1, lines);
+}
+
+// y [N, out] = x [N, in] @ W^T, a tile of output rows at a time: dequantise rows [r0, r0 + n) of W,
+// then one matmul into the columns [r0, r0 + n) of y.
+template <typename T>
+torch::Tensor forward_tiles(const torch::Tensor& x, const NF4Tiles& w, int64_t tile_elements) {
+  auto y = torch::empty({x.size(0), w.out}, x.options());
+  const int64_t rows = tile_lines(w.out, w.in, tile_elements);
+  const int64_t tiles = (w.out + rows - 1) / rows;
+  at::parallel_for(0, tiles, 1, [&](int64_t first, int64_t last) {
+    torch::NoGradGuard no_grad;  // grad mode is per thread
+    auto buffer = torch::empty({rows * w.in}, x.options());
+    for (int64_t t = first; t < last; ++t) {
+      const int64_t r0 = t * rows, n = std::min(rows, w.out - r0);
+      dequantize_range(w, r0 * w.in, (r0 + n) * w.in, buffer.data_ptr<T>());
+      auto slice = y.narrow(1, r0, n);
+      torch::mm_out(slice, x, buffer.narrow(0, 0, n * w.in).view({n, w.in}).t());
+    }
+  });
+  return y;
+}
+
+// dx [N, in] = dy [N, out] @ W, a tile of input columns at a time (each tile its own columns of dx,
+// so no partial sums to add): dequantise columns [c0, c0 + n) of every row, one matmul.
+template <typename T>
+torch::Tensor backward_tiles(const torch::Tensor& dy, const NF4Tiles& w, int64_t tile_elements) {
+  auto dx = torch::empty({dy.size(0), w.in}, dy.options());
+  const int64_t cols = tile_lines(w.in, w.out, tile_elements);
+  const int64_t tiles = (w.in + cols - 1) / cols;
+  at::parallel_for(0, tiles, 1, [&](int64_t first, int64_t last) {
+    torch::NoGradGuard no_grad;
+    auto buffer = torch::empty({w.out * cols}, dy.options());
+    for (int64_t t = first; t < last; ++t) {
+      const int64_t c0 = t * cols, n = std::min(cols, w.in - c0);
+      T* dst = buffer.data_ptr<T>();
+      for (int64_t r = 0; r < w.out; ++r) dequantize_range(w, r * w.in + c0, r * w.in + c0 + n, dst + r * n);
+      auto slice = dx.narrow(1, c0, n);
+      torch::mm_out(slice, dy, buffer.narrow(0, 0, w.out * n).view({w.out, n}));
+    }
+  });
+  return dx;
+}
+
+NF4Tiles tiles_of(const quant::NF4Weight& w, const torch::Tensor& scales) {
+  TORCH_CHECK(w.packed.is_contiguous() && w.packed.scalar_type() == torch::kByte, "NF4 codes: contiguous uint8 expected");
+  return {w.packed.data_ptr<uint8_t>(), scales.data_ptr<float>(), w.block_size, w.shape[0], w.shape[1]};
+}
+
+// Keeps the NF4 tensors (shared) and scalars, as quant::linear_nf4 does: a shared_ptr does not fit
+// in saved_data without registering a class.
+struct TiledLinearNF4 : torch::autograd::Function<TiledLinearNF4> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
+                               const std::shared_ptr<const quant::NF4Weight>& w, int64_t tile_elements) {
+    ctx->save_for_backward({w->packed, w->scale_codes, w->scale_factors});
+    ctx->saved_data["scale_offset"] = static_cast<double>(w->scale_offset);
+    ctx->saved_data["shape"] = w->shape;
+    ctx->saved_data["block_size"] = w->block_size;
+    ctx->saved_data["scaler_block_size"] = w->scaler_block_size;
+    ctx->saved_data["tile_elements"] = tile_elements;
+    const auto x2 = x.detach().reshape({-1, w->shape[1]}).contiguous();
+    const auto scales = quant::dequantize_nf4_scales(*w).contiguous();
+    const auto tiles = tiles_of(*w, scales);
+    auto y = x.scalar_type() == torch::kBFloat16 ? forward_tiles<c10::BFloat16>(x2, tiles, tile_elements)
+                                                 : forward_tiles<float>(x2, tiles, tile_elements);
+    auto shape = x.sizes().vec();
+    shape.back() = w->shape[0];
+    return y.view(shape);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const auto saved = ctx->get_saved_variables();
+    quant::NF4Weight w;
+    w.packed = saved[0];
+    w.scale_codes = saved[1];
+    w.scale_factors = saved[2];
+    w.scale_offset = static_cast<float>(ctx->saved_data["scale_offset"].toDouble());
+    w.shape = ctx->saved_data["shape"].toIntVector();
+    w.block_size = ctx->saved_data["block_size"].toInt();
+    w.scaler_block_size = ctx->saved_data["scaler_block_size"].toInt();
+    const int64_t tile_elements = ctx->saved_data["tile_elements"].toInt();
+    const auto& grad = grad_outputs[0];
+    const auto dy = grad.reshape({-1, w.shape[0]}).contiguous();
+    const auto scales = quant::dequantize_nf4_scales(w).contiguous();
+    const auto tiles = tiles_of(w, scales);
+    auto dx = dy.scalar_type() == torch::kBFloat16 ? backward_tiles<c10::BFloat16>(dy, tiles, tile_elements)
+                                                   : backward_tiles<float>(dy, tiles, tile_elements);
+    auto shape = grad.sizes().vec();
+    shape.back() = w.shape[1];
+    return {dx.view(shape), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+bool fusable_dtype(const torch::Tensor& x) {
+  return x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kBFloat16;
+}
+
+}  // namespace
+
+torch::Tensor fused_linear_nf4(const torch::Tensor& x, const std::shared_ptr<const quant::NF4Weight>& weight,
+                               int64_t tile_elements) {
+  TORCH_CHECK(weight && weight->shape.size() == 2, "fused_linear_nf4: a 2-D NF4 weight [out, in] expected");
+  TORCH_CHECK(x.dim() >= 1 && x.size(-1) == weight->shape[1], "fused_linear_nf4: input of shape ", x.sizes(),
+              " does not match in_features ", weight->shape[1]);
+  TORCH_CHECK(fusable_dtype(x) && x.device().is_cpu(), "fused_linear_nf4: fp32 or bf16 CPU input expected");
+  return TiledLinearNF4::apply(x, weight, tile_elements);
+}
+
+torch::Tensor project(torch::nn::AnyModule& projection, const torch::Tensor& x) {
+  auto* lora = dynamic_cast<peft::LoRALinearImpl*>(projection.ptr().get());
+  if (!lora || !lora->quantized_base || !fusable_dtype(x) || !x.device().is_cpu()) return projection.forward(x);
+  // LoRALinearImpl::forward with the base fused: base first, then the dropout of the LoRA input.
+  const auto base = fused_linear_nf4(x, lora->quantized_base);
+  const auto lora_in = lora->dropout_p() > 0.0 ? lora->dropout->forward(x) : x;
+  return base + lora->scale() * lora->lora_b->forward(lora->lora_a->forward(lora_in));
+}
 
 }  // namespace tb::compile

@@ -1,0 +1,217 @@
+// compile::fused_linear_nf4 (NF4 dequantised tile by tile into the matmul) against x @ dequantize_nf4(W)^T
+// and its input gradient against dy @ dequantize_nf4(W), over odd shapes and tiles that do not
+// divide them, fp32 and bf16; compile::project() on a QLoRA LoRALinear (with dropout, same seed)
+// against the module's own forward, outputs and gradients, and the random stream left where it
+// leaves it; other modules passed through; a compiled QLoRA run against the eager one.
+#include <QtTest>
+
+#include <memory>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "compile/fused_nf4.h"
+#include "config/config.h"
+#include "peft/lora_linear.h"
+#include "peft/qlora.h"
+#include "quant/nf4.h"
+#include "recipe.h"
+#include "recipe_test_support.h"
+
+namespace {
+
+using tbtest::CollectingLogger;
+
+double rel_err(const torch::Tensor& got, const torch::Tensor& want) {
+  const auto g = got.to(torch::kDouble), w = want.to(torch::kDouble);
+  return ((g - w).norm() / w.norm().clamp_min(1e-30)).item<double>();
+}
+
+std::string describe(double e) { return std::to_string(e); }
+
+// A QLoRA projection on its own: a LoRALinear with a random (non-zero) lora_b, its base quantised
+// by the QLoRA path itself, in `dtype`.
+struct QLoRAProjection {
+  std::shared_ptr<torch::nn::Module> parent = std::make_shared<torch::nn::Module>();
+  tb::peft::LoRALinear lora{nullptr};
+
+  QLoRAProjection(int64_t in, int64_t out, double dropout, torch::ScalarType dtype) {
+    torch::manual_seed(3);
+    lora = parent->register_module("proj", tb::peft::LoRALinear(in, out, 4, 8.0, dropout));
+    {
+      torch::NoGradGuard no_grad;
+      lora->lora_b->weight.normal_(0, 0.1);
+    }
+    parent->to(dtype);
+    lora->quantize_base = true;
+    tb::peft::quantize_lora_bases(*parent);
+  }
+};
+
+}  // namespace
+
+class TestFusedNF4 : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir tmp_;
+
+  std::string configText(const QString& output_dir) const {
+    return "model:\n  _component_: tunebench.models.qlora_llama_tiny_test\n"
+           "  lora_attn_modules: [q_proj, k_proj, v_proj, output_proj]\n"
+           "  apply_lora_to_mlp: true\n  lora_rank: 4\n  lora_alpha: 8\n  lora_dropout: 0.1\n"
+           "tokenizer:\n  _component_: torchtune.models.llama2.llama2_tokenizer\n  path: " TB_SOURCE_DIR
+           "/resources/tokenizer/tokenizer.model\n"
+           "checkpointer:\n  _component_: torchtune.training.FullModelHFCheckpointer\n  checkpoint_dir: null\n"
+           "  checkpoint_files: []\n  model_type: LLAMA2\n  output_dir: ${output_dir}\n"
+           "dataset:\n  _component_: tunebench.datasets.synthetic\n  seq_len: 24\n  num_samples: 12\n  seed: 3\n"
+           "seed: 5\nshuffle: false\nbatch_size: 2\nepochs: 1\nmax_steps_per_epoch: 3\n"
+           "gradient_accumulation_steps: 2\n"
+           "optimizer:\n  _component_: torch.optim.AdamW\n  lr: 0.003\n  weight_decay: 0.01\n"
+           "loss:\n  _component_: torch.nn.CrossEntropyLoss\n"
+           "num_threads: 2\ndtype: fp32\nlog_every_n_steps: 1\nsave_adapter_weights_only: true\noutput_dir: " +
+           output_dir.toStdString() + "\n";
+  }
+
+  tb::RunResult run(const QString& output_dir, const std::vector<std::string>& overrides, CollectingLogger& logger) {
+    tb::config::LoadOptions options;
+    options.overrides = overrides;
+    options.recipe = "lora_finetune_single_device";
+    auto loaded = tb::config::load_text(configText(output_dir), "test.yaml", options);
+    if (!loaded.ok()) {
+      qWarning("%s", tb::config::format_diagnostics(loaded.diagnostics).c_str());
+      return {tb::RunStatus::Failed, "config invalid", 0, 0, {}};
+    }
+    tb::RunControl control;
+    return tb::find_recipe("lora_finetune_single_device")->run(*loaded.config, logger, control);
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(tmp_.isValid());
+    qputenv("XDG_CACHE_HOME", tmp_.filePath("cache").toUtf8());
+    qunsetenv("TUNEBENCH_COMPILE_FORCE_MISMATCH");
+  }
+
+  void linearMatchesDequantizedMatmul_data() {
+    QTest::addColumn<bool>("bf16");
+    QTest::addColumn<int>("in");
+    QTest::addColumn<int>("out");
+    QTest::addColumn<int>("tile");  // values per tile; 0: the default
+    // in = 37: rows start inside blocks and inside bytes; 5 rows a tile (64 = 12 * 5 + 4), 2 columns
+    // a tile in backward (37 = 18 * 2 + 1).
+    QTest::newRow("fp32 37->64, 185 a tile") << false << 37 << 64 << 185;
+    QTest::newRow("fp32 96->50, 672 a tile") << false << 96 << 50 << 672;
+    QTest::newRow("fp32 288->200, default tile") << false << 288 << 200 << 0;
+    QTest::newRow("fp32 64->3, a row or column a tile") << false << 64 << 3 << 1;
+    QTest::newRow("bf16 37->64, 185 a tile") << true << 37 << 64 << 185;
+    QTest::newRow("bf16 288->200, default tile") << true << 288 << 200 << 0;
+  }
+  void linearMatchesDequantizedMatmul() {
+    QFETCH(bool, bf16);
+    QFETCH(int, in);
+    QFETCH(int, out);
+    QFETCH(int, tile);
+    const auto dtype = bf16 ? torch::kBFloat16 : torch::kFloat;
+    // fp32: one matmul against many, rounding only. bf16: both round each output to bf16, an ulp
+    // apart at most (LibTorch 1.13's bf16 mm is less exact on tiny operands, e.g. 16 rows of x times
+    // 2 weight columns: 132 rows keep these tests off it).
+    const double tolerance = bf16 ? 5e-3 : 1e-5;
+    torch::manual_seed(7);
+    auto nf4 = std::make_shared<const tb::quant::NF4Weight>(tb::quant::quantize_nf4(torch::randn({out, in})));
+    const auto w = tb::quant::dequantize_nf4(*nf4, dtype);
+    const auto x = torch::randn({4, 33, in}).to(dtype).requires_grad_(true);
+    const auto dy = torch::randn({4, 33, out}).to(dtype);
+
+    const auto y = tb::compile::fused_linear_nf4(x, nf4, tile);
+    QCOMPARE(y.sizes().vec(), (std::vector<int64_t>{4, 33, out}));
+    QCOMPARE(y.scalar_type(), dtype);
+    const auto want = torch::matmul(x.detach(), w.t());
+    const double ey = rel_err(y, want);
+    QVERIFY2(ey <= tolerance, describe(ey).c_str());
+    y.backward(dy);
+    const auto want_dx = torch::matmul(dy, w);
+    const double edx = rel_err(x.grad(), want_dx);
+    QVERIFY2(edx <= tolerance, describe(edx).c_str());
+    qInfo("relative error: y %.3g, dx %.3g", ey, edx);
+  }
+
+  void projectMatchesLoRALinear_data() {
+    QTest::addColumn<bool>("bf16");
+    QTest::addColumn<double>("dropout");
+    QTest::newRow("fp32") << false << 0.0;
+    QTest::newRow("fp32 dropout") << false << 0.25;
+    QTest::newRow("bf16 dropout") << true << 0.25;
+  }
+  void projectMatchesLoRALinear() {
+    QFETCH(bool, bf16);
+    QFETCH(double, dropout);
+    const auto dtype = bf16 ? torch::kBFloat16 : torch::kFloat;
+    const double tolerance = bf16 ? 2e-2 : 1e-5;
+    QLoRAProjection q(96, 50, dropout, dtype);
+    QVERIFY(q.lora->quantized_base);
+    torch::nn::AnyModule any(q.lora);
+    torch::manual_seed(21);
+    const auto x0 = torch::randn({2, 7, 96}).to(dtype);
+    const auto dy = torch::randn({2, 7, 50}).to(dtype);
+
+    auto pass = [&](bool fused) {
+      auto x = x0.clone().requires_grad_(true);
+      q.parent->zero_grad();
+      torch::manual_seed(99);
+      const auto y = fused ? tb::compile::project(any, x) : q.lora->forward(x);
+      const auto next_draw = torch::rand({4});  // where the random stream was left
+      y.backward(dy);
+      return std::vector<torch::Tensor>{y.detach(), x.grad(), q.lora->lora_a->weight.grad().clone(),
+                                        q.lora->lora_b->weight.grad().clone(), next_draw};
+    };
+    const auto eager = pass(false);
+    const auto fused = pass(true);
+    const char* names[] = {"y", "dx", "d lora_a", "d lora_b"};
+    for (int i = 0; i < 4; ++i) {
+      const double e = rel_err(fused[i], eager[i]);
+      qInfo("%s: relative error %.3g", names[i], e);
+      QVERIFY2(e <= tolerance, (std::string(names[i]) + ": " + describe(e)).c_str());
+    }
+    QVERIFY(torch::equal(fused[4], eager[4]));  // the same random draws, in the same number
+  }
+
+  // A plain Linear and a LoRALinear over a full-precision base run their own forward, unchanged.
+  void projectPassesOtherModulesThrough() {
+    torch::manual_seed(2);
+    torch::nn::Linear linear(torch::nn::LinearOptions(12, 5).bias(false));
+    tb::peft::LoRALinear lora(12, 5, 2, 4.0, 0.0);
+    {
+      torch::NoGradGuard no_grad;
+      lora->lora_b->weight.normal_();
+    }
+    const auto x = torch::randn({3, 12});
+    torch::nn::AnyModule any_linear(linear), any_lora(lora);
+    QVERIFY(torch::equal(tb::compile::project(any_linear, x), linear->forward(x)));
+    QVERIFY(torch::equal(tb::compile::project(any_lora, x), lora->forward(x)));
+  }
+
+  // The whole compiled step of a QLoRA run (LoRA dropout on) against the eager run.
+  void compiledQLoRARunMatchesEager() {
+    CollectingLogger eager_log, compiled_log;
+    const auto eager = run(tmp_.filePath("eager"), {"compile=false"}, eager_log);
+    QVERIFY2(eager.status == tb::RunStatus::Completed, eager.message.c_str());
+    const auto compiled = run(tmp_.filePath("compiled"), {"compile=true"}, compiled_log);
+    QVERIFY2(compiled.status == tb::RunStatus::Completed, compiled.message.c_str());
+    QCOMPARE(compiled_log.steps.size(), size_t(3));
+    QCOMPARE(eager_log.steps.size(), size_t(3));
+    bool fell_back = true;
+    for (const auto& e : compiled_log.events)
+      if (e.value("event", "") == "compile") fell_back = e.value("fallback", true);
+    QVERIFY(!fell_back);
+    double worst = 0;
+    for (size_t i = 0; i < 3; ++i) {
+      const double a = eager_log.steps[i].loss, b = compiled_log.steps[i].loss;
+      worst = std::max(worst, std::abs(a - b) / std::abs(a));
+    }
+    qInfo("largest relative loss difference: %.3g", worst);
+    QVERIFY2(worst <= 1e-4, describe(worst).c_str());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestFusedNF4)
+#include "test_fused_nf4.moc"
