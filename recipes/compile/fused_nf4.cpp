@@ -104,7 +104,8 @@ torch::Tensor backward_tiles(const torch::Tensor& dy, const NF4Tiles& w, int64_t
 }
 
 NF4Tiles tiles_of(const quant::NF4Weight& w, const torch::Tensor& scales) {
-  TORCH_CHECK(w.packed.is_contiguous() && w.packed.scalar_type() == torch::kByte, "NF4 codes: contiguous uint8 expected");
+  TORCH_CHECK(w.packed.is_contiguous() && w.packed.scalar_type() == torch::kByte,
+              "NF4 codes: contiguous uint8 expected");
   return {w.packed.data_ptr<uint8_t>(), scales.data_ptr<float>(), w.block_size, w.shape[0], w.shape[1]};
 }
 

@@ -320,7 +320,8 @@ class TestFusedAdamW : public QObject {
     const std::string first_mode = compiled_first ? "compile=true" : "compile=false";
     const std::string second_mode = compiled_first ? "compile=false" : "compile=true";
     CollectingLogger whole, first, second;
-    QCOMPARE(run(tmp_.filePath(compiled_first ? "whole_1" : "whole_2"), {"compile=false"}, whole).status, tb::RunStatus::Completed);
+    const QString whole_dir = tmp_.filePath(compiled_first ? "whole_1" : "whole_2");
+    QCOMPARE(run(whole_dir, {"compile=false"}, whole).status, tb::RunStatus::Completed);
     QCOMPARE(whole.steps.size(), size_t(6));
     const QString out = tmp_.filePath(compiled_first ? "split_c_e" : "split_e_c");
     QCOMPARE(run(out, {first_mode}, first, 3).status, tb::RunStatus::Stopped);
