@@ -13,7 +13,10 @@ for o in "$@"; do case $o in dtype=*) dtype=${o#dtype=} ;; esac; done
 
 ours=$(build/bin/tunebench-cli bench step --config bench/stories15m_full --steps "$steps" --warmup 2 \
   num_threads="$threads" "$@" | tail -n 1)
-theirs=$("$python" scripts/bench/pytorch_eager_step.py --preset stories15m --batch 4 --seq 256 \
+# tunebench keeps freed blocks in the heap (training::keep_freed_memory_in_process); PyTorch gets the
+# same glibc setting, so the comparison is of the steps, not of the allocator.
+theirs=$(GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=2147483647 \
+  "$python" scripts/bench/pytorch_eager_step.py --preset stories15m --batch 4 --seq 256 \
   --threads "$threads" --steps "$steps" --warmup 2 --dtype "$dtype" | tail -n 1)
 echo "tunebench eager: $ours"
 echo "pytorch eager:   $theirs"

@@ -8,7 +8,16 @@ namespace tb::training {
 
 // Installs the counting CPU allocator (idempotent, thread-safe). Tensors allocated before this are
 // not counted while alive, which is harmless: the recipes install it before building the model.
+// It also calls keep_freed_memory_in_process().
 void install_memory_tracking();
+
+// A training step frees and reallocates the same large activation blocks every step. glibc's defaults
+// hand blocks over 128 KiB (the threshold grows only to 32 MiB) straight back to the kernel, so each
+// step page-faults its activations in again: on stories15M LoRA that was over half the step (sys time).
+// This keeps freed blocks in the heap (no mmap per block, no trimming), as PyTorch's caching allocators
+// do on GPUs. Costs some resident memory (peak RSS +38% on that bench). TUNEBENCH_MALLOC=system keeps
+// glibc's defaults. Returns whether it changed anything.
+bool keep_freed_memory_in_process();
 
 struct MemoryStats {
   int64_t live_bytes = 0;  // tensor storage alive now

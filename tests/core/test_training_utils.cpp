@@ -2,6 +2,9 @@
 #include <QtTest>
 
 #include <cmath>
+#include <cstdlib>
+
+#include <malloc.h>
 
 #include <torch/torch.h>
 
@@ -11,6 +14,26 @@
 class TestTrainingUtils : public QObject {
   Q_OBJECT
  private Q_SLOTS:
+  // After keep_freed_memory_in_process() a block far above glibc's mmap threshold comes from the heap
+  // (no mmapped chunk appears) and freeing it leaves the heap as large (nothing trimmed back), so the
+  // next step's activations reuse resident pages instead of faulting them in again.
+  void freedBlocksStayInTheProcess() {
+    if (qEnvironmentVariable("TUNEBENCH_MALLOC") == "system") QSKIP("TUNEBENCH_MALLOC=system keeps glibc's defaults");
+    QVERIFY(tb::training::keep_freed_memory_in_process());
+    const size_t bytes = size_t(96) << 20;  // 96 MiB, above the 32 MiB the mmap threshold can grow to
+    const auto before = mallinfo2();
+    void* block = std::malloc(bytes);
+    QVERIFY(block);
+    static_cast<volatile char*>(block)[bytes - 1] = 1;
+    const auto held = mallinfo2();
+    QCOMPARE(held.hblkhd, before.hblkhd);  // not an mmapped chunk
+    QVERIFY(held.arena >= before.arena + bytes);
+    std::free(block);
+    const auto after = mallinfo2();
+    QCOMPARE(after.arena, held.arena);  // not trimmed
+    QVERIFY(after.fordblks >= bytes);   // free in the heap, ready for the next step
+  }
+
   void cosineScheduleMatchesFormula_data() {
     QTest::addColumn<int>("step");
     QTest::addColumn<double>("expected");
