@@ -21,7 +21,7 @@ run() {  # shape dtype recipe steps warmup overrides...
   line=$("$cli" bench compile --config "configs/bench/stories15m_$recipe.yaml" --steps "$steps" --warmup "$warmup" \
     num_threads="$threads" dtype="$dtype" "$@" | tail -n 1)
   echo "$line" >&2
-  lines+=("$shape|$dtype|$line")
+  lines+=("$shape|$dtype|$recipe|$line")
 }
 
 for dtype in fp32 bf16; do
@@ -40,12 +40,12 @@ import json, sys
 print("| shape | dtype | recipe | eager tok/s | compile tok/s | speedup | eager 1st s | compile 1st s | warm-up s | warm-up cost (steady steps) | plan cache | fallback | loss max rel diff | eager peak GiB | compile peak GiB |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for arg in sys.argv[1:]:
-    shape, dtype, line = arg.split("|", 2)
+    shape, dtype, recipe, line = arg.split("|", 3)
     j = json.loads(line)
     print("| %s | %s | %s | %.0f | %.0f | **%.2fx** | %.2f | %.2f | %.2f | %.1f | %s | %s | %.1e | %.3f | %.3f |" % (
-        shape, dtype, j["recipe"].replace("_finetune_single_device", ""), j["eager_tokens_per_s"],
+        shape, dtype, recipe, j["eager_tokens_per_s"],
         j["compile_tokens_per_s"], j["speedup"], j["eager_first_step_s"], j["compile_first_step_s"],
-        j["compile_warmup_s"], j.get("warmup_cost_steps", float("nan")), "hit" if j.get("cache_hit") else "miss",
-        "yes" if j.get("fallback") else "no", j["loss_max_rel_diff"], j["eager_peak_memory_gib"],
+        j["compile_warmup_s"], j.get("warmup_cost_steps", float("nan")), "hit" if j.get("compile_cache_hit") else "miss",
+        "yes" if j.get("compile_fallback") else "no", j["loss_max_rel_diff"], j["eager_peak_memory_gib"],
         j["compile_peak_memory_gib"]))
 PY
