@@ -37,15 +37,16 @@ done
 
 "$python" - "${lines[@]}" <<'PY'
 import json, sys
-print("| shape | dtype | recipe | eager tok/s | compile tok/s | speedup | eager 1st s | compile 1st s | warm-up s | warm-up cost (steady steps) | plan cache | fallback | loss max rel diff | eager peak GiB | compile peak GiB |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| shape | dtype | recipe | eager tok/s | compile tok/s | speedup | eager 1st s | compile 1st s | warm-up s | warm-up cost (steady steps) | plan cache | gemm | fallback | loss max rel diff | eager peak GiB | compile peak GiB |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for arg in sys.argv[1:]:
     shape, dtype, recipe, line = arg.split("|", 3)
     j = json.loads(line)
-    print("| %s | %s | %s | %.0f | %.0f | **%.2fx** | %.2f | %.2f | %.2f | %.1f | %s | %s | %.1e | %.3f | %.3f |" % (
+    print("| %s | %s | %s | %.0f | %.0f | **%.2fx** | %.2f | %.2f | %.2f | %.1f | %s | %s | %s | %.1e | %.3f | %.3f |" % (
         shape, dtype, recipe, j["eager_tokens_per_s"],
         j["compile_tokens_per_s"], j["speedup"], j["eager_first_step_s"], j["compile_first_step_s"],
         j["compile_warmup_s"], j.get("warmup_cost_steps", float("nan")), "hit" if j.get("compile_cache_hit") else "miss",
+        (j.get("compile_plan") or {}).get("gemm", "?"),
         "yes" if j.get("compile_fallback") else "no", j["loss_max_rel_diff"], j["eager_peak_memory_gib"],
         j["compile_peak_memory_gib"]))
 PY

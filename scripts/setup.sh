@@ -11,10 +11,11 @@ mode=${1:-build}
 jobs=${TUNEBENCH_JOBS:-$(nproc)}
 
 # Build and run-time dependencies (DESIGN.md). libopenblas0-openmp makes OpenBLAS the BLAS in use;
-# Debian's reference BLAS is ~40x slower at matrix products.
+# Debian's reference BLAS is ~40x slower at matrix products. libdnnl-dev: the headers of the oneDNN
+# LibTorch already links, for the compile backend's matrix products.
 packages=(
   build-essential cmake pkg-config
-  libtorch-dev libopenblas0-openmp
+  libtorch-dev libopenblas0-openmp libdnnl-dev
   qt6-base-dev
   libqcustomplot-dev libqcustomplot2.1-qt6
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev

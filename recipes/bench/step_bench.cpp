@@ -85,6 +85,7 @@ nlohmann::json compare_eager_and_compiled(const nlohmann::json& eager, const nlo
           {"warmup_cost_steps", steady > 0 ? (first - steady) / steady : 0.0},
           {"compile_cache_hit", warmup.is_object() && warmup.value("cache_hit", false)},
           {"compile_fallback", !warmup.is_object() || warmup.value("fallback", true)},
+          {"compile_plan", warmup.is_object() && warmup.contains("plan") ? warmup["plan"] : nlohmann::json()},
           {"loss_max_rel_diff", max_rel},
           {"compared_steps", std::min(a.size(), b.size())},
           {"eager_peak_memory_gib", eager["peak_memory_gib"]},

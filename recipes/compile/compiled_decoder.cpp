@@ -33,19 +33,21 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 torch::Tensor compiled_layer(models::TransformerSelfAttentionLayerImpl& layer, const torch::Tensor& x,
                              const models::PositionInfo& pos, const CompilePlan& plan) {
   const auto attn = compiled_attention(*layer.attn, fused_rms_norm(x, layer.sa_norm->scale, layer.sa_norm->eps), pos,
-                                       plan.attn_block);
+                                       plan.attn_block, plan.gemm);
   const auto [h, n] = fused_add_rms_norm(x, attn, layer.mlp_norm->scale, layer.mlp_norm->eps);
   auto& mlp = *layer.mlp;
-  const auto gate = project(mlp.w1, n);  // w1 before w3, as FeedForward runs them
-  const auto up = project(mlp.w3, n);
-  return h + project(mlp.w2, fused_swiglu(gate, up));
+  const auto gate = project(mlp.w1, n, plan.gemm);  // w1 before w3, as FeedForward runs them
+  const auto up = project(mlp.w3, n, plan.gemm);
+  return h + project(mlp.w2, fused_swiglu(gate, up), plan.gemm);
 }
 
 double relative(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-12); }
 
 }  // namespace
 
-nlohmann::json CompilePlan::to_json() const { return {{"ce_chunk_rows", ce_chunk_rows}, {"attn_block", attn_block}}; }
+nlohmann::json CompilePlan::to_json() const {
+  return {{"ce_chunk_rows", ce_chunk_rows}, {"attn_block", attn_block}, {"gemm", gemm_backend_name(gemm)}};
+}
 
 CompiledDecoderImpl::CompiledDecoderImpl(models::TransformerDecoder original) : orig_(std::move(original)) {
   register_module("_orig_mod", orig_);
@@ -72,7 +74,7 @@ torch::Tensor CompiledDecoderImpl::token_loss_sum(const torch::Tensor& hidden, c
   const auto weight = output_weight();
   if (!weight.defined()) return training::token_loss_sum(*orig_, hidden, labels, spec);
   return fused_linear_cross_entropy(hidden.reshape({-1, hidden.size(-1)}), weight, labels.reshape({-1}),
-                                    spec.ignore_index, plan.ce_chunk_rows);
+                                    spec.ignore_index, plan.ce_chunk_rows, plan.gemm);
 }
 
 CompiledDecoder wrap_compile(models::TransformerDecoder model) { return CompiledDecoder(std::move(model)); }
@@ -88,7 +90,7 @@ std::string plan_cache_dir() {
 
 std::string plan_cache_key(const models::ModelArgs& a, torch::ScalarType dtype, int64_t batch, int64_t seq_len) {
   std::ostringstream key;
-  key << "v2 vocab=" << a.vocab_size << " layers=" << a.num_layers << " heads=" << a.num_heads
+  key << "v3 vocab=" << a.vocab_size << " layers=" << a.num_layers << " heads=" << a.num_heads
       << " kv=" << a.num_kv_heads << " dim=" << a.embed_dim << " hidden=" << a.intermediate_dim
       << " tied=" << a.tie_word_embeddings << " dtype=" << c10::toString(dtype) << " batch=" << batch
       << " seq=" << seq_len << " isa=" << instruction_set() << " threads=" << at::get_num_threads()
@@ -112,7 +114,10 @@ std::optional<CompilePlan> load_cached_plan(const std::string& key) {
   CompilePlan plan;
   plan.ce_chunk_rows = j["plan"].value("ce_chunk_rows", int64_t{0});
   plan.attn_block = j["plan"].value("attn_block", int64_t{0});
-  if (plan.ce_chunk_rows < 1 || plan.attn_block < 1) return std::nullopt;
+  const auto gemm = parse_gemm_backend(j["plan"].value("gemm", ""));
+  if (plan.ce_chunk_rows < 1 || plan.attn_block < 1 || !gemm) return std::nullopt;
+  if (*gemm == GemmBackend::onednn && !onednn_available()) return std::nullopt;  // a plan of another build
+  plan.gemm = *gemm;
   return plan;
 }
 
@@ -137,6 +142,7 @@ nlohmann::json WarmupReport::event() const {
                       {"cache_hit", cache_hit},        {"fallback", fallback},
                       {"loss_rel_diff", loss_rel_diff}, {"grad_rel_diff", grad_rel_diff}};
   if (!reason.empty()) e["reason"] = reason;
+  if (!plan.is_null()) e["plan"] = plan;
   return e;
 }
 
@@ -153,7 +159,8 @@ std::vector<torch::Tensor> take_grads(const std::vector<torch::Tensor>& params) 
 
 // The attention tile that runs forward + backward fastest at this batch's shape, timed on random
 // q, k, v (their own generator: the run's random stream is not touched).
-int64_t tune_attention_block(const models::ModelArgs& args, torch::ScalarType dtype, int64_t batch, int64_t seq_len) {
+int64_t tune_attention_block(const models::ModelArgs& args, torch::ScalarType dtype, int64_t batch, int64_t seq_len,
+                             GemmBackend gemm) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
   const auto opts = torch::TensorOptions().dtype(torch::kFloat);
   const int64_t d = args.head_dim();
@@ -168,7 +175,7 @@ int64_t tune_attention_block(const models::ModelArgs& args, torch::ScalarType dt
     double s = INFINITY;
     for (int run = 0; run < 2; ++run) {  // the faster of two: the first also warms the caches
       const auto start = Clock::now();
-      (fused_causal_attention(q, k, v, block) * up).sum().backward();
+      (fused_causal_attention(q, k, v, block, gemm) * up).sum().backward();
       s = std::min(s, seconds_since(start));
     }
     if (s < best_s) {
@@ -180,13 +187,44 @@ int64_t tune_attention_block(const models::ModelArgs& args, torch::ScalarType dt
   return best;
 }
 
+// The GEMM backend that runs the decoder layer's projection shapes fastest, forward and both gradient
+// products, on `rows` random rows (their own generator); ATen when oneDNN is not in this build.
+GemmBackend tune_gemm_backend(const models::ModelArgs& args, torch::ScalarType dtype, int64_t rows) {
+  if (!onednn_available()) return GemmBackend::aten;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(1);
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat);
+  const int64_t dim = args.embed_dim, q = args.num_heads * args.head_dim(), kv = args.num_kv_heads * args.head_dim();
+  struct Shape {
+    torch::Tensor x, w, dy;
+  };
+  std::vector<Shape> shapes;
+  for (auto [in, out] : std::vector<std::pair<int64_t, int64_t>>{
+           {dim, q}, {dim, kv}, {q, dim}, {dim, args.intermediate_dim}, {args.intermediate_dim, dim}})
+    shapes.push_back({torch::randn({rows, in}, gen, opts).to(dtype).requires_grad_(true),
+                      (torch::randn({out, in}, gen, opts) * 0.02).to(dtype).requires_grad_(true),
+                      torch::randn({rows, out}, gen, opts).to(dtype)});
+  auto time_backend = [&](GemmBackend backend) {
+    double s = INFINITY;
+    for (int run = 0; run < 2; ++run) {  // the faster of two: the first also builds the kernels
+      const auto start = Clock::now();
+      for (auto& shape : shapes) gemm_linear(shape.x, shape.w, backend).backward(shape.dy);
+      s = std::min(s, seconds_since(start));
+    }
+    return s;
+  };
+  const double aten = time_backend(GemmBackend::aten), onednn = time_backend(GemmBackend::onednn);
+  return onednn < aten ? GemmBackend::onednn : GemmBackend::aten;
+}
+
 // The chunk size of the fused loss that runs fastest here, timed on this batch's hidden states; the
 // attention tile timed at the batch's shape.
 CompilePlan tune(CompiledDecoderImpl& compiled, const torch::Tensor& hidden, const torch::Tensor& labels,
                  const training::LossSpec& spec) {
   const auto weight = compiled.output_weight();
   CompilePlan best;
-  best.attn_block = tune_attention_block(compiled.orig_mod()->args(), hidden.scalar_type(), hidden.size(0), hidden.size(1));
+  const auto& args = compiled.orig_mod()->args();
+  best.gemm = tune_gemm_backend(args, hidden.scalar_type(), hidden.size(0) * hidden.size(1));
+  best.attn_block = tune_attention_block(args, hidden.scalar_type(), hidden.size(0), hidden.size(1), best.gemm);
   if (!weight.defined()) return best;
   const auto h = hidden.detach().reshape({-1, hidden.size(-1)}).requires_grad_(true);
   const int64_t rows = h.size(0);
@@ -194,7 +232,7 @@ CompilePlan tune(CompiledDecoderImpl& compiled, const torch::Tensor& hidden, con
   for (int64_t chunk : {256, 512, 1024, 2048}) {
     if (chunk > rows && chunk != 256) break;
     const auto start = Clock::now();
-    fused_linear_cross_entropy(h, weight, labels.reshape({-1}), spec.ignore_index, chunk);  // gradients included
+    fused_linear_cross_entropy(h, weight, labels.reshape({-1}), spec.ignore_index, chunk, best.gemm);  // with gradients
     const double s = seconds_since(start);
     if (s < best_s) {
       best_s = s;
@@ -237,6 +275,8 @@ WarmupReport warm_up(CompiledDecoderImpl& compiled, const data::TensorBatch& bat
     compiled.plan = tune(compiled, hidden, batch.labels, spec);
     store_plan(key, compiled.plan);
   }
+
+  report.plan = compiled.plan.to_json();
 
   // The fused step, compared.
   generator.set_state(rng_before);

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "compile/gemm.h"
 #include "data/batch_tensors.h"
 #include "models/transformer.h"
 #include "training/optim.h"
@@ -24,6 +25,7 @@ namespace tb::compile {
 struct CompilePlan {
   int64_t ce_chunk_rows = 1024;  // rows of the fused output projection + cross entropy per chunk
   int64_t attn_block = 128;      // queries (and keys) per tile of the fused causal attention
+  GemmBackend gemm = GemmBackend::aten;  // who computes the step's matrix products (compile/gemm.h)
   nlohmann::json to_json() const;
 };
 
@@ -64,7 +66,8 @@ struct WarmupReport {
   double seconds = 0;           // the whole warm-up: tuning (unless cached) and both passes
   double loss_rel_diff = 0;     // |fused - eager| / |eager| of the first batch's loss
   double grad_rel_diff = 0;     // the largest relative difference of a parameter's gradient norm
-  nlohmann::json event() const; // {"event":"compile","seconds":…,"cache_hit":…,"fallback":…,...}
+  nlohmann::json plan;          // the plan it ran (CompilePlan::to_json)
+  nlohmann::json event() const; // {"event":"compile","seconds":…,"cache_hit":…,"fallback":…,"plan":…,...}
 };
 
 // The first micro-batch of a compiled run, with the gradients of `params` zero or undefined: runs

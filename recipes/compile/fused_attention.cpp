@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "compile/fused_nf4.h"
+#include "compile/gemm.h"
 
 namespace tb::compile {
 namespace {
@@ -160,7 +161,8 @@ torch::Tensor widened(const torch::Tensor& t) {
 
 struct CausalAttentionFn : torch::autograd::Function<CausalAttentionFn> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, int64_t block_rows) {
+                               const torch::Tensor& v, int64_t block_rows, int64_t backend) {
+    const auto be = static_cast<GemmBackend>(backend);
     const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3), KV = k.size(1), G = H / KV;
     const int64_t block = std::max<int64_t>(1, std::min(block_rows, T));
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
@@ -187,7 +189,7 @@ struct CausalAttentionFn : torch::autograd::Function<CausalAttentionFn> {
         for (int64_t j0 = 0; j0 < i0 + nq; j0 += block) {
           const int64_t nk = std::min(block, T - j0);
           auto s = scores.narrow(0, 0, nq * nk).view({nq, nk});
-          at::mm_out(s, qt, head_rows(kf, b, h / G, j0, nk).t());
+          gemm_into(s, qt, head_rows(kf, b, h / G, j0, nk).t(), false, be);
           float* sp = s.data_ptr<float>();
           for (int64_t r = 0; r < nq; ++r) {
             float* row = sp + r * nk;
@@ -199,7 +201,7 @@ struct CausalAttentionFn : torch::autograd::Function<CausalAttentionFn> {
             m[r] = m_new;
             scale_row(op + r * D, D, alpha);
           }
-          o.addmm_(s, head_rows(vf, b, h / G, j0, nk));
+          gemm_into(o, s, head_rows(vf, b, h / G, j0, nk), true, be);
         }
         for (int64_t r = 0; r < nq; ++r) {
           const float* src = op + r * D;
@@ -213,6 +215,7 @@ struct CausalAttentionFn : torch::autograd::Function<CausalAttentionFn> {
     const auto result = out.to(q.scalar_type());
     ctx->save_for_backward({q, k, v, result, lse});
     ctx->saved_data["block"] = block;
+    ctx->saved_data["backend"] = backend;
     return result;
   }
 
@@ -221,6 +224,7 @@ struct CausalAttentionFn : torch::autograd::Function<CausalAttentionFn> {
     const auto qf = widened(saved[0]), kf = widened(saved[1]), vf = widened(saved[2]);
     const auto of = as_f32(saved[3]), lse = saved[4].contiguous();
     const int64_t block = ctx->saved_data["block"].toInt();
+    const auto be = static_cast<GemmBackend>(ctx->saved_data["backend"].toInt());
     const int64_t B = qf.size(0), H = qf.size(1), T = qf.size(2), D = qf.size(3), KV = kf.size(1), G = H / KV;
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
     const auto dout = as_f32(grads[0]);                           // [B, T, H, D]
@@ -254,8 +258,8 @@ struct CausalAttentionFn : torch::autograd::Function<CausalAttentionFn> {
               const auto qt = head_rows(qf, b, h, i0, nq), dot = head_rows(dout4, b, h, i0, nq);
               auto p = probs.narrow(0, 0, nq * nk).view({nq, nk});
               auto dp = dprobs.narrow(0, 0, nq * nk).view({nq, nk});
-              at::mm_out(p, qt, kt.t());
-              at::mm_out(dp, dot, vt.t());
+              gemm_into(p, qt, kt.t(), false, be);
+              gemm_into(dp, dot, vt.t(), false, be);
               float* pp = p.data_ptr<float>();
               float* dpp = dp.data_ptr<float>();
               for (int64_t r = 0; r < nq; ++r) {
@@ -265,10 +269,10 @@ struct CausalAttentionFn : torch::autograd::Function<CausalAttentionFn> {
                 std::fill(pp + r * nk + seen, pp + (r + 1) * nk, 0.f);
                 softmax_backward_row(pp + r * nk, dpp + r * nk, nk, dotp[(b * T + t) * H + h], scale);
               }
-              dvt.addmm_(p.t(), dot);
+              gemm_into(dvt, p.t(), dot, true, be);
               auto dqt = head_rows(dq4, b, h, i0, nq);
-              dqt.addmm_(dp, kt);
-              dkt.addmm_(dp.t(), qt);
+              gemm_into(dqt, dp, kt, true, be);
+              gemm_into(dkt, dp.t(), qt, true, be);
             }
           }
           head_rows(dk4, b, kvh, j0, nk).copy_(dkt);
@@ -277,7 +281,7 @@ struct CausalAttentionFn : torch::autograd::Function<CausalAttentionFn> {
       }
     });
     const auto dtype = saved[0].scalar_type();
-    return {dq4.to(dtype), dk4.to(dtype), dv4.to(dtype), torch::Tensor()};
+    return {dq4.to(dtype), dk4.to(dtype), dv4.to(dtype), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -291,12 +295,12 @@ torch::Tensor fused_rotary(const torch::Tensor& x, const torch::Tensor& cos, con
 }
 
 torch::Tensor fused_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                     int64_t block) {
+                                     int64_t block, GemmBackend backend) {
   TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.sizes() == k.sizes(), "fused_causal_attention: q [B, H, T, D], k/v [B, KV, T, D]");
   TORCH_CHECK(k.size(0) == q.size(0) && k.size(2) == q.size(2) && k.size(3) == q.size(3),
               "fused_causal_attention: k/v must match q in batch, length and head size");
   TORCH_CHECK(q.size(1) % k.size(1) == 0, "fused_causal_attention: query heads not a multiple of kv heads");
-  return CausalAttentionFn::apply(q, k, v, std::max<int64_t>(1, block));
+  return CausalAttentionFn::apply(q, k, v, std::max<int64_t>(1, block), static_cast<int64_t>(backend));
 }
 
 std::vector<torch::Tensor> attention_saved_tensors(const torch::Tensor& output) {
@@ -322,16 +326,16 @@ bool is_plain_causal(const models::PositionInfo& pos, int64_t seq_len) {
 }
 
 torch::Tensor compiled_attention(models::MultiHeadAttentionImpl& attn, const torch::Tensor& x,
-                                 const models::PositionInfo& pos, int64_t block) {
+                                 const models::PositionInfo& pos, int64_t block, GemmBackend backend) {
   const int64_t B = x.size(0), T = x.size(1);
   if (!x.device().is_cpu() || !is_plain_causal(pos, T)) return attn.forward(x, pos);
   const int64_t H = attn.dims.num_heads, KV = attn.dims.num_kv_heads, D = attn.dims.head_dim;
   // q, k, v stay in the projections' [B, T, heads, D] layout; the kernels read them as [B, heads, T, D].
-  const auto q = fused_rotary(project(attn.q_proj, x).reshape({B, T, H, D}), pos.cos, pos.sin);
-  const auto k = fused_rotary(project(attn.k_proj, x).reshape({B, T, KV, D}), pos.cos, pos.sin);
-  const auto v = project(attn.v_proj, x).reshape({B, T, KV, D});
-  const auto out = fused_causal_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), block);
-  return project(attn.output_proj, out.view({B, T, H * D}));
+  const auto q = fused_rotary(project(attn.q_proj, x, backend).reshape({B, T, H, D}), pos.cos, pos.sin);
+  const auto k = fused_rotary(project(attn.k_proj, x, backend).reshape({B, T, KV, D}), pos.cos, pos.sin);
+  const auto v = project(attn.v_proj, x, backend).reshape({B, T, KV, D});
+  const auto out = fused_causal_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), block, backend);
+  return project(attn.output_proj, out.view({B, T, H * D}), backend);
 }
 
 }  // namespace tb::compile

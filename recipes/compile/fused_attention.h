@@ -8,6 +8,7 @@
 
 #include <torch/types.h>
 
+#include "compile/gemm.h"
 #include "models/layers.h"
 
 namespace tb::compile {
@@ -20,9 +21,10 @@ torch::Tensor fused_rotary(const torch::Tensor& x, const torch::Tensor& cos, con
 // softmax(q k^T / sqrt(D), causal) v for q [B, H, T, D] and k, v [B, KV, T, D] (any strides with a unit
 // last stride): query t attends keys 0..t, q head h uses kv head h / (H / KV) without a copy.
 // Computed `block` queries x `block` keys at a time in fp32 (bf16 inputs are widened). Returns
-// [B, T, H, D] contiguous (the layout the output projection reads), in q's dtype.
+// [B, T, H, D] contiguous (the layout the output projection reads), in q's dtype. The tile products run
+// through `backend`.
 torch::Tensor fused_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                     int64_t block);
+                                     int64_t block, GemmBackend backend = GemmBackend::aten);
 
 // What the attention node of `output` (a fused_causal_attention result) keeps for backward; empty when
 // `output` did not come from it. For tests and memory accounting.
@@ -35,6 +37,7 @@ bool is_plain_causal(const models::PositionInfo& pos, int64_t seq_len);
 // MultiHeadAttention's forward through the fused kernels: every projection through project(), the
 // rotation, the causal attention; the eager module's forward when `pos` is not the plain causal case.
 torch::Tensor compiled_attention(models::MultiHeadAttentionImpl& attn, const torch::Tensor& x,
-                                 const models::PositionInfo& pos, int64_t block);
+                                 const models::PositionInfo& pos, int64_t block,
+                                 GemmBackend backend = GemmBackend::aten);
 
 }  // namespace tb::compile

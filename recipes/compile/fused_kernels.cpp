@@ -236,19 +236,24 @@ struct SwiGLUFn : torch::autograd::Function<SwiGLUFn> {
 
 struct LinearCrossEntropyFn : torch::autograd::Function<LinearCrossEntropyFn> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hidden, const torch::Tensor& weight,
-                               const torch::Tensor& labels, int64_t ignore_index, int64_t chunk_rows) {
+                               const torch::Tensor& labels, int64_t ignore_index, int64_t chunk_rows,
+                               int64_t backend) {
+    const auto be = static_cast<GemmBackend>(backend);
     const int64_t n = hidden.size(0);
     const bool grad_h = hidden.requires_grad(), grad_w = weight.requires_grad();
     const bool reduced = hidden.scalar_type() != torch::kFloat;
     // In reduced precision the softmax and the gradient sums stay fp32, as the eager loss keeps them.
-    const auto w32 = reduced ? weight.to(torch::kFloat) : weight;
+    // oneDNN multiplies bf16 by bf16 into fp32 sums, so the logits' gradient is rounded to bf16 for its
+    // two products (as eager's bf16 logits gradient is); ATen's products take fp32 copies instead.
+    const bool bf16_products = reduced && be == GemmBackend::onednn && onednn_available();
+    const auto w32 = reduced && !bf16_products ? weight.to(torch::kFloat) : weight;
     torch::Tensor dh = grad_h ? torch::empty({n, hidden.size(1)}, hidden.options().dtype(torch::kFloat)) : torch::Tensor();
     torch::Tensor dw = grad_w ? torch::zeros(weight.sizes(), weight.options().dtype(torch::kFloat)) : torch::Tensor();
     auto total = torch::zeros({}, torch::kDouble);
     for (int64_t s = 0; s < n; s += chunk_rows) {
       const int64_t e = std::min(n, s + chunk_rows);
       const auto h = hidden.slice(0, s, e);
-      auto logits = torch::mm(h, weight.t()).to(torch::kFloat);  // [rows, V], the only logits alive
+      auto logits = gemm(h, weight.t(), torch::kFloat, be);  // [rows, V], the only logits alive
       const auto lbl = labels.slice(0, s, e);
       const auto valid = lbl.ne(ignore_index);
       const auto safe = lbl.clamp_min(0).unsqueeze(1);
@@ -260,8 +265,10 @@ struct LinearCrossEntropyFn : torch::autograd::Function<LinearCrossEntropyFn> {
       auto p = logits.sub_(lse.unsqueeze(1)).exp_();
       const auto vf = valid.to(torch::kFloat).unsqueeze(1);
       p.mul_(vf).scatter_add_(1, safe, -vf);
-      if (grad_h) dh.slice(0, s, e).copy_(torch::mm(p, w32));
-      if (grad_w) dw.addmm_(p.t(), reduced ? h.to(torch::kFloat) : h);
+      const auto pg = bf16_products ? p.to(hidden.scalar_type()) : p;
+      const auto hg = reduced && !bf16_products ? h.to(torch::kFloat) : h;
+      if (grad_h) gemm_into(dh.slice(0, s, e), pg, w32, false, be);
+      if (grad_w) gemm_into(dw, pg.t(), hg, true, be);
     }
     ctx->saved_data["dh"] = dh;
     ctx->saved_data["dw"] = dw;
@@ -275,7 +282,7 @@ struct LinearCrossEntropyFn : torch::autograd::Function<LinearCrossEntropyFn> {
     const auto dh = ctx->saved_data["dh"].toTensor();
     const auto dw = ctx->saved_data["dw"].toTensor();
     return {dh.defined() ? (dh * g).to(dtype) : torch::Tensor(), dw.defined() ? (dw * g).to(dtype) : torch::Tensor(),
-            torch::Tensor(), torch::Tensor(), torch::Tensor()};
+            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -303,11 +310,13 @@ std::pair<torch::Tensor, torch::Tensor> fused_add_rms_norm(const torch::Tensor& 
 torch::Tensor fused_swiglu(const torch::Tensor& a, const torch::Tensor& b) { return SwiGLUFn::apply(a, b); }
 
 torch::Tensor fused_linear_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight,
-                                         const torch::Tensor& labels, int64_t ignore_index, int64_t chunk_rows) {
+                                         const torch::Tensor& labels, int64_t ignore_index, int64_t chunk_rows,
+                                         GemmBackend backend) {
   TORCH_CHECK(hidden.dim() == 2 && weight.dim() == 2 && hidden.size(1) == weight.size(1),
               "fused_linear_cross_entropy: hidden [N, D] and weight [V, D] expected");
   TORCH_CHECK(labels.numel() == hidden.size(0), "fused_linear_cross_entropy: one label per row expected");
-  return LinearCrossEntropyFn::apply(hidden, weight, labels.reshape({-1}), ignore_index, std::max<int64_t>(1, chunk_rows));
+  return LinearCrossEntropyFn::apply(hidden, weight, labels.reshape({-1}), ignore_index, std::max<int64_t>(1, chunk_rows),
+                                     static_cast<int64_t>(backend));
 }
 
 }  // namespace tb::compile

@@ -9,6 +9,8 @@
 
 #include <torch/types.h>
 
+#include "compile/gemm.h"
+
 namespace tb::compile {
 
 // The instruction set the fused row loops run with on this CPU: "avx512", "avx2" or "scalar".
@@ -31,8 +33,10 @@ torch::Tensor fused_swiglu(const torch::Tensor& a, const torch::Tensor& b);
 // ignore_index of logsumexp(h W^T) - (h W^T)[label], computed `chunk_rows` rows at a time, so the
 // [rows, vocab] logits never exist in full. hidden [N, D], weight [V, D] (same dtype), labels int64 [N].
 // The gradients are computed in the same chunked pass (the loss is the last op of the step) and
-// scaled by the incoming gradient in backward. Returns a fp32 scalar.
+// scaled by the incoming gradient in backward. The chunk products run through `backend`. Returns a
+// fp32 scalar.
 torch::Tensor fused_linear_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight,
-                                         const torch::Tensor& labels, int64_t ignore_index, int64_t chunk_rows);
+                                         const torch::Tensor& labels, int64_t ignore_index, int64_t chunk_rows,
+                                         GemmBackend backend = GemmBackend::aten);
 
 }  // namespace tb::compile

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "compile/gemm.h"
 #include "peft/lora_linear.h"
 #include "quant/nf4.h"
 
@@ -65,7 +66,7 @@ int64_t tile_lines(int64_t lines, int64_t length, int64_t tile_elements) {
 // y [N, out] = x [N, in] @ W^T, a tile of output rows at a time: dequantise rows [r0, r0 + n) of W,
 // then one matmul into the columns [r0, r0 + n) of y.
 template <typename T>
-torch::Tensor forward_tiles(const torch::Tensor& x, const NF4Tiles& w, int64_t tile_elements) {
+torch::Tensor forward_tiles(const torch::Tensor& x, const NF4Tiles& w, int64_t tile_elements, GemmBackend backend) {
   auto y = torch::empty({x.size(0), w.out}, x.options());
   const int64_t rows = tile_lines(w.out, w.in, tile_elements);
   const int64_t tiles = (w.out + rows - 1) / rows;
@@ -76,7 +77,7 @@ torch::Tensor forward_tiles(const torch::Tensor& x, const NF4Tiles& w, int64_t t
       const int64_t r0 = t * rows, n = std::min(rows, w.out - r0);
       dequantize_range(w, r0 * w.in, (r0 + n) * w.in, buffer.data_ptr<T>());
       auto slice = y.narrow(1, r0, n);
-      torch::mm_out(slice, x, buffer.narrow(0, 0, n * w.in).view({n, w.in}).t());
+      gemm_into(slice, x, buffer.narrow(0, 0, n * w.in).view({n, w.in}).t(), false, backend);
     }
   });
   return y;
@@ -85,7 +86,7 @@ torch::Tensor forward_tiles(const torch::Tensor& x, const NF4Tiles& w, int64_t t
 // dx [N, in] = dy [N, out] @ W, a tile of input columns at a time (each tile its own columns of dx,
 // so no partial sums to add): dequantise columns [c0, c0 + n) of every row, one matmul.
 template <typename T>
-torch::Tensor backward_tiles(const torch::Tensor& dy, const NF4Tiles& w, int64_t tile_elements) {
+torch::Tensor backward_tiles(const torch::Tensor& dy, const NF4Tiles& w, int64_t tile_elements, GemmBackend backend) {
   auto dx = torch::empty({dy.size(0), w.in}, dy.options());
   const int64_t cols = tile_lines(w.in, w.out, tile_elements);
   const int64_t tiles = (w.in + cols - 1) / cols;
@@ -97,7 +98,7 @@ torch::Tensor backward_tiles(const torch::Tensor& dy, const NF4Tiles& w, int64_t
       T* dst = buffer.data_ptr<T>();
       for (int64_t r = 0; r < w.out; ++r) dequantize_range(w, r * w.in + c0, r * w.in + c0 + n, dst + r * n);
       auto slice = dx.narrow(1, c0, n);
-      torch::mm_out(slice, dy, buffer.narrow(0, 0, w.out * n).view({w.out, n}));
+      gemm_into(slice, dy, buffer.narrow(0, 0, w.out * n).view({w.out, n}), false, backend);
     }
   });
   return dx;
@@ -113,18 +114,21 @@ NF4Tiles tiles_of(const quant::NF4Weight& w, const torch::Tensor& scales) {
 // in saved_data without registering a class.
 struct TiledLinearNF4 : torch::autograd::Function<TiledLinearNF4> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
-                               const std::shared_ptr<const quant::NF4Weight>& w, int64_t tile_elements) {
+                               const std::shared_ptr<const quant::NF4Weight>& w, int64_t tile_elements,
+                               int64_t backend) {
     ctx->save_for_backward({w->packed, w->scale_codes, w->scale_factors});
     ctx->saved_data["scale_offset"] = static_cast<double>(w->scale_offset);
     ctx->saved_data["shape"] = w->shape;
     ctx->saved_data["block_size"] = w->block_size;
     ctx->saved_data["scaler_block_size"] = w->scaler_block_size;
     ctx->saved_data["tile_elements"] = tile_elements;
+    ctx->saved_data["backend"] = backend;
     const auto x2 = x.detach().reshape({-1, w->shape[1]}).contiguous();
     const auto scales = quant::dequantize_nf4_scales(*w).contiguous();
     const auto tiles = tiles_of(*w, scales);
-    auto y = x.scalar_type() == torch::kBFloat16 ? forward_tiles<c10::BFloat16>(x2, tiles, tile_elements)
-                                                 : forward_tiles<float>(x2, tiles, tile_elements);
+    const auto be = static_cast<GemmBackend>(backend);
+    auto y = x.scalar_type() == torch::kBFloat16 ? forward_tiles<c10::BFloat16>(x2, tiles, tile_elements, be)
+                                                 : forward_tiles<float>(x2, tiles, tile_elements, be);
     auto shape = x.sizes().vec();
     shape.back() = w->shape[0];
     return y.view(shape);
@@ -141,15 +145,16 @@ struct TiledLinearNF4 : torch::autograd::Function<TiledLinearNF4> {
     w.block_size = ctx->saved_data["block_size"].toInt();
     w.scaler_block_size = ctx->saved_data["scaler_block_size"].toInt();
     const int64_t tile_elements = ctx->saved_data["tile_elements"].toInt();
+    const auto be = static_cast<GemmBackend>(ctx->saved_data["backend"].toInt());
     const auto& grad = grad_outputs[0];
     const auto dy = grad.reshape({-1, w.shape[0]}).contiguous();
     const auto scales = quant::dequantize_nf4_scales(w).contiguous();
     const auto tiles = tiles_of(w, scales);
-    auto dx = dy.scalar_type() == torch::kBFloat16 ? backward_tiles<c10::BFloat16>(dy, tiles, tile_elements)
-                                                   : backward_tiles<float>(dy, tiles, tile_elements);
+    auto dx = dy.scalar_type() == torch::kBFloat16 ? backward_tiles<c10::BFloat16>(dy, tiles, tile_elements, be)
+                                                   : backward_tiles<float>(dy, tiles, tile_elements, be);
     auto shape = grad.sizes().vec();
     shape.back() = w.shape[1];
-    return {dx.view(shape), torch::Tensor(), torch::Tensor()};
+    return {dx.view(shape), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -160,21 +165,46 @@ bool fusable_dtype(const torch::Tensor& x) {
 }  // namespace
 
 torch::Tensor fused_linear_nf4(const torch::Tensor& x, const std::shared_ptr<const quant::NF4Weight>& weight,
-                               int64_t tile_elements) {
+                               int64_t tile_elements, GemmBackend backend) {
   TORCH_CHECK(weight && weight->shape.size() == 2, "fused_linear_nf4: a 2-D NF4 weight [out, in] expected");
   TORCH_CHECK(x.dim() >= 1 && x.size(-1) == weight->shape[1], "fused_linear_nf4: input of shape ", x.sizes(),
               " does not match in_features ", weight->shape[1]);
   TORCH_CHECK(fusable_dtype(x) && x.device().is_cpu(), "fused_linear_nf4: fp32 or bf16 CPU input expected");
-  return TiledLinearNF4::apply(x, weight, tile_elements);
+  return TiledLinearNF4::apply(x, weight, tile_elements, static_cast<int64_t>(backend));
 }
 
-torch::Tensor project(torch::nn::AnyModule& projection, const torch::Tensor& x) {
-  auto* lora = dynamic_cast<peft::LoRALinearImpl*>(projection.ptr().get());
-  if (!lora || !lora->quantized_base || !fusable_dtype(x) || !x.device().is_cpu()) return projection.forward(x);
-  // LoRALinearImpl::forward with the base fused: base first, then the dropout of the LoRA input.
-  const auto base = fused_linear_nf4(x, lora->quantized_base);
+namespace {
+
+// linear->forward(x) with the product through `backend`.
+torch::Tensor linear_through(torch::nn::LinearImpl& linear, const torch::Tensor& x, GemmBackend backend) {
+  const auto y = gemm_linear(x, linear.weight, backend);
+  return linear.bias.defined() ? y + linear.bias : y;
+}
+
+bool same_dtype(const torch::Tensor& x, const torch::Tensor& weight) {
+  return weight.defined() && weight.scalar_type() == x.scalar_type();
+}
+
+}  // namespace
+
+torch::Tensor project(torch::nn::AnyModule& projection, const torch::Tensor& x, GemmBackend backend) {
+  if (!fusable_dtype(x) || !x.device().is_cpu()) return projection.forward(x);
+  auto* module = projection.ptr().get();
+  if (auto* linear = dynamic_cast<torch::nn::LinearImpl*>(module)) {
+    if (backend == GemmBackend::aten || !same_dtype(x, linear->weight)) return projection.forward(x);
+    return linear_through(*linear, x, backend);
+  }
+  auto* lora = dynamic_cast<peft::LoRALinearImpl*>(module);
+  if (!lora) return projection.forward(x);
+  const bool nf4 = lora->quantized_base != nullptr;
+  const bool plain_base = !nf4 && !lora->base_forward && same_dtype(x, lora->weight);
+  if (!nf4 && (backend == GemmBackend::aten || !plain_base)) return projection.forward(x);
+  if (!same_dtype(x, lora->lora_a->weight) || !same_dtype(x, lora->lora_b->weight)) return projection.forward(x);
+  // LoRALinearImpl::forward with the products fused: base first, then the dropout of the LoRA input.
+  const auto base = nf4 ? fused_linear_nf4(x, lora->quantized_base, 0, backend) : gemm_linear(x, lora->weight, backend);
   const auto lora_in = lora->dropout_p() > 0.0 ? lora->dropout->forward(x) : x;
-  return base + lora->scale() * lora->lora_b->forward(lora->lora_a->forward(lora_in));
+  const auto update = linear_through(*lora->lora_b, linear_through(*lora->lora_a, lora_in, backend), backend);
+  return base + lora->scale() * update;
 }
 
 }  // namespace tb::compile

@@ -183,30 +183,37 @@ class TestCompile : public QObject {
     (eager * 2.5).backward();
     const auto dh = h.grad().clone();
     const auto dw = frozen_weight ? torch::Tensor() : w.grad().clone();
-    h.mutable_grad() = torch::Tensor();
-    if (!frozen_weight) w.mutable_grad() = torch::Tensor();
-    auto fused = tb::compile::fused_linear_cross_entropy(h, w, labels, -100, chunk);
-    (fused * 2.5).backward();
+    for (auto backend : {tb::compile::GemmBackend::aten, tb::compile::GemmBackend::onednn}) {
+      h.mutable_grad() = torch::Tensor();
+      if (!frozen_weight) w.mutable_grad() = torch::Tensor();
+      auto fused = tb::compile::fused_linear_cross_entropy(h, w, labels, -100, chunk, backend);
+      (fused * 2.5).backward();
 
-    const double tol = bf16 ? 2e-2 : 1e-5;
-    QVERIFY2(std::abs(fused.item<double>() - eager.item<double>()) <= tol * std::abs(eager.item<double>()),
-             (std::to_string(fused.item<double>()) + " vs " + std::to_string(eager.item<double>())).c_str());
-    QVERIFY2(rel_err(h.grad(), dh) < tol, std::to_string(rel_err(h.grad(), dh)).c_str());
-    QCOMPARE(h.grad().scalar_type(), dtype);
-    if (frozen_weight) QVERIFY(!w.grad().defined());
-    else QVERIFY2(rel_err(w.grad(), dw) < tol, std::to_string(rel_err(w.grad(), dw)).c_str());
-    // Ignored rows get no gradient.
-    QCOMPARE(h.grad()[5].abs().max().item<double>(), 0.0);
+      const double tol = bf16 ? 2e-2 : 1e-5;
+      const auto be = tb::compile::gemm_backend_name(backend) + ": ";
+      QVERIFY2(std::abs(fused.item<double>() - eager.item<double>()) <= tol * std::abs(eager.item<double>()),
+               (be + std::to_string(fused.item<double>()) + " vs " + std::to_string(eager.item<double>())).c_str());
+      QVERIFY2(rel_err(h.grad(), dh) < tol, (be + std::to_string(rel_err(h.grad(), dh))).c_str());
+      QCOMPARE(h.grad().scalar_type(), dtype);
+      if (frozen_weight) QVERIFY(!w.grad().defined());
+      else QVERIFY2(rel_err(w.grad(), dw) < tol, (be + std::to_string(rel_err(w.grad(), dw))).c_str());
+      // Ignored rows get no gradient.
+      QCOMPARE(h.grad()[5].abs().max().item<double>(), 0.0);
+    }
   }
 
   // The whole compiled step on a GQA model (4 query heads on 2 kv heads) against eager.
   void compiledStepMatchesEager_data() {
     QTest::addColumn<bool>("tied");
-    QTest::newRow("untied head") << false;
-    QTest::newRow("tied embeddings") << true;
+    QTest::addColumn<int>("gemm");
+    QTest::newRow("untied head") << false << int(tb::compile::GemmBackend::aten);
+    QTest::newRow("tied embeddings") << true << int(tb::compile::GemmBackend::aten);
+    QTest::newRow("untied head, oneDNN products") << false << int(tb::compile::GemmBackend::onednn);
+    QTest::newRow("tied embeddings, oneDNN products") << true << int(tb::compile::GemmBackend::onednn);
   }
   void compiledStepMatchesEager() {
     QFETCH(bool, tied);
+    QFETCH(int, gemm);
     torch::manual_seed(4);
     auto args = *tb::models::preset_args("llama_tiny_test");
     args.tie_word_embeddings = tied;
@@ -214,6 +221,7 @@ class TestCompile : public QObject {
     tb::models::init_weights(*model, 9);
     auto compiled = tb::compile::wrap_compile(model);
     compiled->plan.ce_chunk_rows = 7;
+    compiled->plan.gemm = static_cast<tb::compile::GemmBackend>(gemm);
     const auto tokens = torch::randint(0, args.vocab_size, {3, 11}, torch::kLong);
     auto labels = torch::roll(tokens, -1, 1);
     labels.select(1, 10).fill_(-100);
@@ -351,6 +359,28 @@ class TestCompile : public QObject {
     QVERIFY2(again.status == tb::RunStatus::Completed, again.message.c_str());
     QCOMPARE(compileEvent(again_log).value("cache_hit", false), true);
     QVERIFY(again_log.losses() == compiled_log.losses());
+    // The event says which plan ran, and the cached plan is the tuned one.
+    QVERIFY2(event.contains("plan") && tb::compile::parse_gemm_backend(event["plan"].value("gemm", "")), event.dump().c_str());
+    QVERIFY2(compileEvent(again_log)["plan"] == event["plan"], compileEvent(again_log).dump().c_str());
+  }
+
+  void planCacheKeepsTheGemmBackend() {
+    tb::compile::CompilePlan plan;
+    plan.ce_chunk_rows = 512;
+    plan.attn_block = 64;
+    plan.gemm = tb::compile::GemmBackend::onednn;
+    const std::string key = "test key " + tmp_.path().toStdString();
+    tb::compile::store_plan(key, plan);
+    const auto back = tb::compile::load_cached_plan(key);
+    QVERIFY(back);
+    QCOMPARE(back->ce_chunk_rows, int64_t(512));
+    QCOMPARE(back->attn_block, int64_t(64));
+    QCOMPARE(int(back->gemm), int(tb::compile::GemmBackend::onednn));
+    QVERIFY(!tb::compile::load_cached_plan(key + " other"));
+    // Storing again replaces the plan.
+    plan.gemm = tb::compile::GemmBackend::aten;
+    tb::compile::store_plan(key, plan);
+    QCOMPARE(int(tb::compile::load_cached_plan(key)->gemm), int(tb::compile::GemmBackend::aten));
   }
 
   void forcedMismatchFallsBackToEager() {

@@ -121,26 +121,31 @@ class TestFusedAttention : public QObject {
                            .transpose(1, 2);
     (eager * up).sum().backward();
 
-    auto fused = tb::compile::fused_causal_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), block);
-    QVERIFY(fused.sizes() == torch::IntArrayRef({B, T, H, D}));
-    QCOMPARE(fused.scalar_type(), dtype);
-    (fused.to(torch::kFloat) * up).sum().backward();
+    for (auto backend : {tb::compile::GemmBackend::aten, tb::compile::GemmBackend::onednn}) {
+      qInfo("tile products: %s", tb::compile::gemm_backend_name(backend).c_str());
+      for (auto* t : {&q, &k, &v}) t->mutable_grad() = torch::Tensor();
+      auto fused =
+          tb::compile::fused_causal_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), block, backend);
+      QVERIFY(fused.sizes() == torch::IntArrayRef({B, T, H, D}));
+      QCOMPARE(fused.scalar_type(), dtype);
+      (fused.to(torch::kFloat) * up).sum().backward();
 
-    // fp32: BLAS tiles and the online softmax reassociate sums only. bf16: inputs and gradients are
-    // bf16, computed in fp32 inside, so the result carries bf16 roundings (~4e-3 each).
-    const double tol = bf16 ? 1.5e-2 : 1e-5;
-    VERIFY_CLOSE(fused, eager, tol);
-    if (T == 1) {
-      // One key: the softmax is constant 1, so q and k get no gradient (up to rounding of dP - rowsum(dO*O)).
-      QVERIFY(q32.grad().abs().max().item<double>() == 0.0);
-      QVERIFY(q.grad().abs().max().item<double>() < 1e-6);
-      QVERIFY(k.grad().abs().max().item<double>() < 1e-6);
-    } else {
-      VERIFY_CLOSE(q.grad(), q32.grad(), tol);
-      VERIFY_CLOSE(k.grad(), k32.grad(), tol);
+      // fp32: BLAS tiles and the online softmax reassociate sums only. bf16: inputs and gradients are
+      // bf16, computed in fp32 inside, so the result carries bf16 roundings (~4e-3 each).
+      const double tol = bf16 ? 1.5e-2 : 1e-5;
+      VERIFY_CLOSE(fused, eager, tol);
+      if (T == 1) {
+        // One key: the softmax is constant 1, so q and k get no gradient (up to rounding of dP - rowsum(dO*O)).
+        QVERIFY(q32.grad().abs().max().item<double>() == 0.0);
+        QVERIFY(q.grad().abs().max().item<double>() < 1e-6);
+        QVERIFY(k.grad().abs().max().item<double>() < 1e-6);
+      } else {
+        VERIFY_CLOSE(q.grad(), q32.grad(), tol);
+        VERIFY_CLOSE(k.grad(), k32.grad(), tol);
+      }
+      VERIFY_CLOSE(v.grad(), v32.grad(), tol);
+      QCOMPARE(q.grad().scalar_type(), dtype);
     }
-    VERIFY_CLOSE(v.grad(), v32.grad(), tol);
-    QCOMPARE(q.grad().scalar_type(), dtype);
   }
 
   // Backward recomputes the scores: the node keeps q, k, v, the output and one logsumexp per query

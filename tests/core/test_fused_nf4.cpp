@@ -35,7 +35,7 @@ struct QLoRAProjection {
   std::shared_ptr<torch::nn::Module> parent = std::make_shared<torch::nn::Module>();
   tb::peft::LoRALinear lora{nullptr};
 
-  QLoRAProjection(int64_t in, int64_t out, double dropout, torch::ScalarType dtype) {
+  QLoRAProjection(int64_t in, int64_t out, double dropout, torch::ScalarType dtype, bool quantize = true) {
     torch::manual_seed(3);
     lora = parent->register_module("proj", tb::peft::LoRALinear(in, out, 4, 8.0, dropout));
     {
@@ -43,6 +43,7 @@ struct QLoRAProjection {
       lora->lora_b->weight.normal_(0, 0.1);
     }
     parent->to(dtype);
+    if (!quantize) return;
     lora->quantize_base = true;
     tb::peft::quantize_lora_bases(*parent);
   }
@@ -138,17 +139,26 @@ class TestFusedNF4 : public QObject {
   void projectMatchesLoRALinear_data() {
     QTest::addColumn<bool>("bf16");
     QTest::addColumn<double>("dropout");
-    QTest::newRow("fp32") << false << 0.0;
-    QTest::newRow("fp32 dropout") << false << 0.25;
-    QTest::newRow("bf16 dropout") << true << 0.25;
+    QTest::addColumn<bool>("quantized");
+    QTest::addColumn<int>("gemm");
+    const int aten = int(tb::compile::GemmBackend::aten), onednn = int(tb::compile::GemmBackend::onednn);
+    QTest::newRow("fp32") << false << 0.0 << true << aten;
+    QTest::newRow("fp32 dropout") << false << 0.25 << true << aten;
+    QTest::newRow("bf16 dropout") << true << 0.25 << true << aten;
+    QTest::newRow("fp32 dropout, oneDNN products") << false << 0.25 << true << onednn;
+    QTest::newRow("bf16 dropout, oneDNN products") << true << 0.25 << true << onednn;
+    QTest::newRow("LoRA (no NF4) dropout, oneDNN products") << false << 0.25 << false << onednn;
+    QTest::newRow("LoRA (no NF4) bf16, oneDNN products") << true << 0.0 << false << onednn;
   }
   void projectMatchesLoRALinear() {
     QFETCH(bool, bf16);
     QFETCH(double, dropout);
+    QFETCH(bool, quantized);
+    QFETCH(int, gemm);
     const auto dtype = bf16 ? torch::kBFloat16 : torch::kFloat;
     const double tolerance = bf16 ? 2e-2 : 1e-5;
-    QLoRAProjection q(96, 50, dropout, dtype);
-    QVERIFY(q.lora->quantized_base);
+    QLoRAProjection q(96, 50, dropout, dtype, quantized);
+    QCOMPARE(q.lora->quantized_base != nullptr, quantized);
     torch::nn::AnyModule any(q.lora);
     torch::manual_seed(21);
     const auto x0 = torch::randn({2, 7, 96}).to(dtype);
@@ -158,7 +168,7 @@ class TestFusedNF4 : public QObject {
       auto x = x0.clone().requires_grad_(true);
       q.parent->zero_grad();
       torch::manual_seed(99);
-      const auto y = fused ? tb::compile::project(any, x) : q.lora->forward(x);
+      const auto y = fused ? tb::compile::project(any, x, static_cast<tb::compile::GemmBackend>(gemm)) : q.lora->forward(x);
       const auto next_draw = torch::rand({4});  // where the random stream was left
       y.backward(dy);
       return std::vector<torch::Tensor>{y.detach(), x.grad(), q.lora->lora_a->weight.grad().clone(),
@@ -175,7 +185,8 @@ class TestFusedNF4 : public QObject {
     QVERIFY(torch::equal(fused[4], eager[4]));  // the same random draws, in the same number
   }
 
-  // A plain Linear and a LoRALinear over a full-precision base run their own forward, unchanged.
+  // With ATen products a plain Linear and a LoRALinear over a full-precision base run their own
+  // forward, unchanged.
   void projectPassesOtherModulesThrough() {
     torch::manual_seed(2);
     torch::nn::Linear linear(torch::nn::LinearOptions(12, 5).bias(false));
@@ -188,6 +199,12 @@ class TestFusedNF4 : public QObject {
     torch::nn::AnyModule any_linear(linear), any_lora(lora);
     QVERIFY(torch::equal(tb::compile::project(any_linear, x), linear->forward(x)));
     QVERIFY(torch::equal(tb::compile::project(any_lora, x), lora->forward(x)));
+    // With oneDNN products the Linear is the same product computed elsewhere.
+    const auto via_onednn = tb::compile::project(any_linear, x, tb::compile::GemmBackend::onednn);
+    QVERIFY(rel_err(via_onednn, linear->forward(x)) < 1e-6);
+    // A module that is neither runs its own forward whatever the backend.
+    torch::nn::AnyModule any_relu(torch::nn::ReLU{});
+    QVERIFY(torch::equal(tb::compile::project(any_relu, x, tb::compile::GemmBackend::onednn), torch::relu(x)));
   }
 
   // The whole compiled step of a QLoRA run (LoRA dropout on) against the eager run.
