@@ -1,5 +1,7 @@
 #include "compile/fused_kernels.h"
 
+#include "compile/fast_exp.h"
+
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/torch.h>
@@ -234,6 +236,59 @@ struct SwiGLUFn : torch::autograd::Function<SwiGLUFn> {
 
 // ---- output projection + cross entropy -------------------------------------------------------------------
 
+// max(x[0..n)), in 16 lanes.
+TB_MULTIVERSION
+float max_of(const float* x, int64_t n) {
+  float lanes[16];
+  for (float& l : lanes) l = -INFINITY;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) lanes[j] = x[i + j] > lanes[j] ? x[i + j] : lanes[j];
+  float m = -INFINITY;
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  for (float l : lanes) m = l > m ? l : m;
+  return m;
+}
+
+// x[i] = e^(x[i] - shift) for i < n; returns the sum.
+TB_MULTIVERSION
+float exp_in_place(float* x, int64_t n, float shift) {
+  float lanes[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) {
+      x[i + j] = exp_shifted(x[i + j] - shift);
+      lanes[j] += x[i + j];
+    }
+  float total = 0.f;
+  for (; i < n; ++i) {
+    x[i] = exp_shifted(x[i] - shift);
+    total += x[i];
+  }
+  for (float l : lanes) total += l;
+  return total;
+}
+
+TB_MULTIVERSION
+void scale_in_place(float* x, int64_t n, float factor) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= factor;
+}
+
+// One row of logits: returns logsumexp(row) - row[label] and, when `grad`, leaves in the row the loss's
+// gradient softmax(row) - onehot(label). The row is read from L2 three times instead of streaming the
+// chunk through memory once per eager op (logsumexp, gather, sub, exp, mul, scatter).
+float cross_entropy_row(float* row, int64_t vocab, int64_t label, bool grad) {
+  const float target = row[label];
+  const float m = max_of(row, vocab);
+  const float sum = exp_in_place(row, vocab, m);
+  if (grad) {
+    scale_in_place(row, vocab, 1.0f / sum);
+    row[label] -= 1.0f;
+  }
+  return m + std::log(sum) - target;
+}
+
+
 struct LinearCrossEntropyFn : torch::autograd::Function<LinearCrossEntropyFn> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hidden, const torch::Tensor& weight,
                                const torch::Tensor& labels, int64_t ignore_index, int64_t chunk_rows,
@@ -249,31 +304,45 @@ struct LinearCrossEntropyFn : torch::autograd::Function<LinearCrossEntropyFn> {
     const auto w32 = reduced && !bf16_products ? weight.to(torch::kFloat) : weight;
     torch::Tensor dh = grad_h ? torch::empty({n, hidden.size(1)}, hidden.options().dtype(torch::kFloat)) : torch::Tensor();
     torch::Tensor dw = grad_w ? torch::zeros(weight.sizes(), weight.options().dtype(torch::kFloat)) : torch::Tensor();
-    auto total = torch::zeros({}, torch::kDouble);
+    const int64_t vocab = weight.size(0);
+    const bool grads = grad_h || grad_w;
+    const auto label_values = labels.to(torch::kLong).contiguous();
+    const int64_t* lbl = label_values.data_ptr<int64_t>();
+    for (int64_t r = 0; r < n; ++r)
+      TORCH_CHECK(lbl[r] == ignore_index || (lbl[r] >= 0 && lbl[r] < vocab), "fused_linear_cross_entropy: label ",
+                  lbl[r], " of row ", r, " is outside the vocabulary [0, ", vocab, ")");
+    std::vector<float> row_loss(n);
     for (int64_t s = 0; s < n; s += chunk_rows) {
       const int64_t e = std::min(n, s + chunk_rows);
       const auto h = hidden.slice(0, s, e);
-      auto logits = gemm(h, weight.t(), torch::kFloat, be);  // [rows, V], the only logits alive
-      const auto lbl = labels.slice(0, s, e);
-      const auto valid = lbl.ne(ignore_index);
-      const auto safe = lbl.clamp_min(0).unsqueeze(1);
-      const auto lse = torch::logsumexp(logits, 1);
-      const auto target = logits.gather(1, safe).squeeze(1);
-      total += ((lse - target) * valid.to(torch::kFloat)).sum().to(torch::kDouble);
-      if (!grad_h && !grad_w) continue;
-      // d loss / d logits = softmax - onehot(label), zero on ignored rows.
-      auto p = logits.sub_(lse.unsqueeze(1)).exp_();
-      const auto vf = valid.to(torch::kFloat).unsqueeze(1);
-      p.mul_(vf).scatter_add_(1, safe, -vf);
+      auto p = gemm(h, weight.t(), torch::kFloat, be);  // [rows, V] logits, the only ones alive
+      // Row by row: the loss term, and d loss / d logits = softmax - onehot(label) in place (zero on
+      // ignored rows).
+      float* rows = p.data_ptr<float>();
+      at::parallel_for(0, e - s, 8, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          float* row = rows + r * vocab;
+          const int64_t label = lbl[s + r];
+          if (label == ignore_index) {
+            if (grads) std::fill(row, row + vocab, 0.f);
+            row_loss[s + r] = 0.f;
+          } else {
+            row_loss[s + r] = cross_entropy_row(row, vocab, label, grads);
+          }
+        }
+      });
+      if (!grads) continue;
       const auto pg = bf16_products ? p.to(hidden.scalar_type()) : p;
       const auto hg = reduced && !bf16_products ? h.to(torch::kFloat) : h;
       if (grad_h) gemm_into(dh.slice(0, s, e), pg, w32, false, be);
       if (grad_w) gemm_into(dw, pg.t(), hg, true, be);
     }
+    double total = 0;  // summed in row order, whatever the thread split
+    for (float l : row_loss) total += l;
     ctx->saved_data["dh"] = dh;
     ctx->saved_data["dw"] = dw;
     ctx->saved_data["h_dtype"] = static_cast<int64_t>(hidden.scalar_type());
-    return total.to(torch::kFloat);
+    return torch::scalar_tensor(total, torch::kFloat);
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
