@@ -187,9 +187,11 @@ int64_t tune_attention_block(const models::ModelArgs& args, torch::ScalarType dt
   return best;
 }
 
-// The GEMM backend that runs the decoder layer's projection shapes fastest, forward and both gradient
-// products, on `rows` random rows (their own generator); ATen when oneDNN is not in this build.
-GemmBackend tune_gemm_backend(const models::ModelArgs& args, torch::ScalarType dtype, int64_t rows) {
+// The GEMM backend that runs the decoder layer's projection shapes (forward and both gradient
+// products, on `rows` random rows of their own generator) plus `time_loss`'s fused loss fastest; ATen
+// when oneDNN is not in this build.
+GemmBackend tune_gemm_backend(const models::ModelArgs& args, torch::ScalarType dtype, int64_t rows,
+                              const std::function<double(GemmBackend)>& time_loss) {
   if (!onednn_available()) return GemmBackend::aten;
   auto gen = at::make_generator<at::CPUGeneratorImpl>(1);
   const auto opts = torch::TensorOptions().dtype(torch::kFloat);
@@ -210,7 +212,7 @@ GemmBackend tune_gemm_backend(const models::ModelArgs& args, torch::ScalarType d
       for (auto& shape : shapes) gemm_linear(shape.x, shape.w, backend).backward(shape.dy);
       s = std::min(s, seconds_since(start));
     }
-    return s;
+    return s + time_loss(backend);
   };
   const double aten = time_backend(GemmBackend::aten), onednn = time_backend(GemmBackend::onednn);
   return onednn < aten ? GemmBackend::onednn : GemmBackend::aten;
@@ -223,11 +225,19 @@ CompilePlan tune(CompiledDecoderImpl& compiled, const torch::Tensor& hidden, con
   const auto weight = compiled.output_weight();
   CompilePlan best;
   const auto& args = compiled.orig_mod()->args();
-  best.gemm = tune_gemm_backend(args, hidden.scalar_type(), hidden.size(0) * hidden.size(1));
-  best.attn_block = tune_attention_block(args, hidden.scalar_type(), hidden.size(0), hidden.size(1), best.gemm);
-  if (!weight.defined()) return best;
   const auto h = hidden.detach().reshape({-1, hidden.size(-1)}).requires_grad_(true);
   const int64_t rows = h.size(0);
+  // The fused loss's products weigh in the backend's choice (with ATen a bf16 head's gradient products
+  // take fp32 copies).
+  auto time_loss = [&](GemmBackend backend) {
+    if (!weight.defined()) return 0.0;
+    const auto start = Clock::now();
+    fused_linear_cross_entropy(h, weight, labels.reshape({-1}), spec.ignore_index, best.ce_chunk_rows, backend);
+    return seconds_since(start);
+  };
+  best.gemm = tune_gemm_backend(args, hidden.scalar_type(), rows, time_loss);
+  best.attn_block = tune_attention_block(args, hidden.scalar_type(), hidden.size(0), hidden.size(1), best.gemm);
+  if (!weight.defined()) return best;
   double best_s = INFINITY;
   for (int64_t chunk : {256, 512, 1024, 2048}) {
     if (chunk > rows && chunk != 256) break;

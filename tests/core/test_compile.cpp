@@ -202,6 +202,23 @@ class TestCompile : public QObject {
     }
   }
 
+  void linearCrossEntropyRefusesLabelsOutsideTheVocabulary() {
+    const auto h = torch::randn({4, 3}), w = torch::randn({5, 3});
+    for (int64_t bad : {5, -1}) {
+      const auto labels = torch::tensor({int64_t{0}, int64_t{1}, bad, int64_t{2}}, torch::kLong);
+      try {
+        tb::compile::fused_linear_cross_entropy(h, w, labels, -100, 2);
+        QFAIL("no error for a label outside the vocabulary");
+      } catch (const std::exception& e) {
+        const std::string what = e.what();
+        QVERIFY2(what.find("label " + std::to_string(bad) + " of row 2") != std::string::npos, what.c_str());
+      }
+    }
+    // ignore_index itself is fine.
+    QVERIFY(std::isfinite(tb::compile::fused_linear_cross_entropy(h, w, torch::tensor({0, -100, 4, 2}, torch::kLong), -100, 2)
+                              .item<double>()));
+  }
+
   // The whole compiled step on a GQA model (4 query heads on 2 kv heads) against eager.
   void compiledStepMatchesEager_data() {
     QTest::addColumn<bool>("tied");
