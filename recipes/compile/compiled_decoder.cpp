@@ -254,6 +254,12 @@ CompilePlan tune(CompiledDecoderImpl& compiled, const torch::Tensor& hidden, con
 
 }  // namespace
 
+std::optional<std::string> unsupported_device_reason(const torch::Device& device) {
+  if (device.is_cpu()) return std::nullopt;
+  return "no " + c10::DeviceTypeName(device.type()) +
+         " backend yet (graph capture of the step and device kernels plug in here); the step runs eager";
+}
+
 WarmupReport warm_up(CompiledDecoderImpl& compiled, const data::TensorBatch& batch, const training::LossSpec& spec,
                      const std::vector<torch::Tensor>& params, double tolerance) {
   const auto start = Clock::now();
@@ -267,6 +273,13 @@ WarmupReport warm_up(CompiledDecoderImpl& compiled, const data::TensorBatch& bat
   // The eager step on this batch: the reference.
   auto eager_loss = training::token_loss_sum(model, model.forward_hidden(batch.tokens, batch.input_pos), batch.labels, spec);
   eager_loss.backward();
+  if (auto reason = unsupported_device_reason(model.tok_embeddings->weight.device())) {
+    report.fallback = true;
+    report.reason = *reason;
+    report.loss_sum = eager_loss.detach();  // its gradients stay in place
+    report.seconds = seconds_since(start);
+    return report;
+  }
   const auto eager_grads = take_grads(params);
   const auto rng_after = generator.get_state();
 

@@ -58,6 +58,11 @@ std::string plan_cache_key(const models::ModelArgs& args, torch::ScalarType dtyp
 std::optional<CompilePlan> load_cached_plan(const std::string& key);
 void store_plan(const std::string& key, const CompilePlan& plan);  // best effort: a cache failure is not an error
 
+// Why the fused step cannot run on `device`, or nothing when it can. The fused kernels are CPU
+// kernels; a CUDA backend (graph capture of the step, CUDA kernels) plugs in here, and until then
+// warm_up() keeps a CUDA run eager and logs this reason.
+std::optional<std::string> unsupported_device_reason(const torch::Device& device);
+
 struct WarmupReport {
   torch::Tensor loss_sum;       // the step's token-summed loss (of the path that was kept)
   bool fallback = false;        // the fused step disagreed with eager: the run continues eager
@@ -73,7 +78,8 @@ struct WarmupReport {
 // The first micro-batch of a compiled run, with the gradients of `params` zero or undefined: runs
 // the eager step, chooses the plan (from the cache, or by timing the candidates), runs the fused step
 // and compares loss and per-parameter gradient norms within `tolerance` (relative). Leaves the
-// gradients of the path it kept in `params`. TUNEBENCH_COMPILE_FORCE_MISMATCH=1 forces a mismatch
+// gradients of the path it kept in `params`. On a device without a backend
+// (unsupported_device_reason) it runs only the eager step and reports a fallback. TUNEBENCH_COMPILE_FORCE_MISMATCH=1 forces a mismatch
 // (for tests of the fallback).
 WarmupReport warm_up(CompiledDecoderImpl& compiled, const data::TensorBatch& batch, const training::LossSpec& spec,
                      const std::vector<torch::Tensor>& params, double tolerance);

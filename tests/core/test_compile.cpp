@@ -400,6 +400,14 @@ class TestCompile : public QObject {
     QCOMPARE(int(tb::compile::load_cached_plan(key)->gemm), int(tb::compile::GemmBackend::aten));
   }
 
+  // The CPU runs the fused step; any other device is kept eager with a reason that names it.
+  void onlyTheCpuHasAFusedBackend() {
+    QVERIFY(!tb::compile::unsupported_device_reason(torch::Device(torch::kCPU)));
+    const auto cuda = tb::compile::unsupported_device_reason(torch::Device(torch::kCUDA, 0));
+    QVERIFY(cuda);
+    QVERIFY2(cuda->find("CUDA") != std::string::npos && cuda->find("eager") != std::string::npos, cuda->c_str());
+  }
+
   void forcedMismatchFallsBackToEager() {
     qputenv("TUNEBENCH_COMPILE_FORCE_MISMATCH", "1");
     CollectingLogger eager_log, fallback_log;
