@@ -169,9 +169,12 @@ class TestFusedAttention : public QObject {
 
   // Not a check: forward + backward time of a stories model's attention block, eager module against
   // compiled_attention, interleaved (the machine is shared and noisy), at the bench shapes; printed
-  // when TB_ATTENTION_TIMING is set.
+  // when TB_ATTENTION_TIMING is set (to bf16 for bf16 weights; the tiles' products through oneDNN
+  // when this build has it, as the bench's plans choose).
   void attentionTiming() {
     if (!qEnvironmentVariableIsSet("TB_ATTENTION_TIMING")) QSKIP("set TB_ATTENTION_TIMING to time");
+    const auto dtype = qgetenv("TB_ATTENTION_TIMING") == "bf16" ? torch::kBFloat16 : torch::kFloat;
+    const auto backend = tb::compile::onednn_available() ? tb::compile::GemmBackend::onednn : tb::compile::GemmBackend::aten;
     using Clock = std::chrono::steady_clock;
     for (const auto& [preset, B, T] : std::vector<std::tuple<std::string, int64_t, int64_t>>{
              {"llama2_stories15m", 4, 256}, {"llama2_stories110m", 2, 512}}) {
@@ -179,10 +182,11 @@ class TestFusedAttention : public QObject {
       args.num_layers = 1;
       auto model = tb::models::build_decoder(args);
       tb::models::init_weights(*model, 1);
+      model->to(dtype);
       auto& attn = *model->layer(0).attn;
       const auto pos = model->make_positions(B, T, {}, {}, torch::kCPU);
-      auto x = leaf({B, T, args.embed_dim}, torch::kFloat);
-      const auto up = torch::randn({B, T, args.embed_dim});
+      auto x = leaf({B, T, args.embed_dim}, dtype);
+      const auto up = torch::randn({B, T, args.embed_dim}).to(dtype);
       auto once = [&](const std::function<torch::Tensor()>& f) {
         const auto start = Clock::now();
         (f() * up).sum().backward();
@@ -192,10 +196,11 @@ class TestFusedAttention : public QObject {
         double eager = 1e9, fused = 1e9;
         for (int i = 0; i < 4; ++i) {
           eager = std::min(eager, once([&] { return attn.forward(x, pos); }));
-          fused = std::min(fused, once([&] { return tb::compile::compiled_attention(attn, x, pos, block); }));
+          fused = std::min(fused, once([&] { return tb::compile::compiled_attention(attn, x, pos, block, backend); }));
         }
-        qInfo("%s B%lld T%lld: eager %.1f ms, fused (block %lld) %.1f ms", preset.c_str(), (long long)B, (long long)T,
-              eager, (long long)block, fused);
+        qInfo("%s %s B%lld T%lld: eager %.1f ms, fused (block %lld, %s) %.1f ms", preset.c_str(),
+              c10::toString(dtype), (long long)B, (long long)T, eager, (long long)block,
+              tb::compile::gemm_backend_name(backend).c_str(), fused);
       }
     }
   }
