@@ -230,8 +230,7 @@ CompilePlan tune(CompiledDecoderImpl& compiled, const torch::Tensor& hidden, con
   const auto h = hidden.detach().reshape({-1, hidden.size(-1)}).requires_grad_(true);
   const int64_t rows = h.size(0);
   // The fused loss's products weigh in the backend's choice (with ATen a bf16 head's gradient products
-  // take fp32 copies).
-  // The head's products dominate the tuning time, so each (backend, chunk) is timed once.
+  // take fp32 copies); they dominate the tuning time, so each (backend, chunk) is timed once.
   std::map<std::pair<GemmBackend, int64_t>, double> loss_seconds;
   auto time_loss_at = [&](GemmBackend backend, int64_t chunk) {
     if (!weight.defined()) return 0.0;
