@@ -1,4 +1,4 @@
-// The e^x of the fused kernels' softmaxes (attention, cross entropy).
+// The e^x of the fused kernels: the softmaxes (attention, cross entropy) and SwiGLU's sigmoid.
 #pragma once
 
 #include <algorithm>
@@ -7,10 +7,11 @@
 
 namespace tb::compile {
 
-// e^x for the softmax's shifted scores (x <= ~0), without a libm call so the loops vectorise:
-// 2^n * e^r with n = round(x / ln 2), |r| <= ln2 / 2, and a degree-7 Taylor polynomial (relative error
-// ~2e-7). Arguments below -87 return e^-87 (~1.6e-38) instead of underflowing.
-inline float exp_shifted(float x) {
+// e^x without a libm call, so the loops vectorise: 2^n * e^r with n = round(x / ln 2), |r| <= ln2 / 2,
+// and a degree-7 Taylor polynomial (relative error ~2e-7). x is clamped to [-87, 88]: below, e^-87
+// (~1.6e-38) instead of an underflow; above, e^88 (~1.7e38), where the exponent bits would overflow
+// (SwiGLU's sigmoid 1 / (1 + e^-x) takes x up to 88 and beyond).
+__attribute__((always_inline)) inline float exp_clamped(float x) {
   x = std::min(88.0f, std::max(-87.0f, x));
   const float round_magic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
   const float n = (x * 1.44269504088896341f + round_magic) - round_magic;

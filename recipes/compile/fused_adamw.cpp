@@ -1,5 +1,7 @@
 #include "compile/fused_adamw.h"
 
+#include "compile/element_access.h"
+
 #include <ATen/Parallel.h>
 #include <immintrin.h>
 #include <torch/torch.h>
@@ -7,7 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -18,9 +19,6 @@ namespace {
 
 using torch::optim::AdamWOptions;
 using torch::optim::AdamWParamState;
-
-#define TB_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#define TB_INLINE inline __attribute__((always_inline))
 
 // The key torch's optimizers file a parameter's state under: the TensorImpl pointer, as a string in
 // LibTorch 1.x (printed as c10::guts::to_string prints it) and as the pointer itself in 2.x.
@@ -46,30 +44,6 @@ struct Coefficients {
   float eps;
   float step_size;        // lr / bias_correction1
 };
-
-// bf16 is handled as its bit pattern; conversions as c10::BFloat16 does them (round to nearest even).
-TB_INLINE float load(float x) { return x; }
-TB_INLINE float load(uint16_t bits) {
-  const uint32_t u = uint32_t(bits) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-TB_INLINE void store(float& out, float x) { out = x; }
-TB_INLINE void store(uint16_t& out, float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  const uint32_t nearest = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-  const uint32_t nan = 0u - uint32_t((u & 0x7FFFFFFFu) > 0x7F800000u);  // all ones for a NaN
-  out = uint16_t((nearest & ~nan) | (0x7FC0u & nan));  // without a branch, so the loops vectorise
-}
-// x as it reads back after being stored in T.
-template <typename T>
-TB_INLINE float rounded(float x) {
-  T t;
-  store(t, x);
-  return load(t);
-}
 
 // Stage 1: both moments (and amsgrad's max) stored; the second moment the update divides by, as
 // stored, goes to `second` (fp32) for the square root. bf16 values are computed in fp32 with fp32

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 
+#include "compile/element_access.h"
 #include "compile/fast_exp.h"
 #include "compile/fused_nf4.h"
 #include "compile/gemm.h"
@@ -18,8 +19,6 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
-
-#define TB_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -98,13 +97,13 @@ float exp_and_sum(float* s, int64_t n, float scale, float shift) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
     for (int j = 0; j < 16; ++j) {
-      const float p = exp_shifted(s[i + j] * scale - shift);
+      const float p = exp_clamped(s[i + j] * scale - shift);
       s[i + j] = p;
       lanes[j] += p;
     }
   float total = 0.f;
   for (; i < n; ++i) {
-    s[i] = exp_shifted(s[i] * scale - shift);
+    s[i] = exp_clamped(s[i] * scale - shift);
     total += s[i];
   }
   for (float l : lanes) total += l;

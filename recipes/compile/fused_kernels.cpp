@@ -1,5 +1,6 @@
 #include "compile/fused_kernels.h"
 
+#include "compile/element_access.h"
 #include "compile/fast_exp.h"
 
 #include <ATen/Parallel.h>
@@ -17,122 +18,161 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
-#define TB_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+// ---- row loops -------------------------------------------------------------------------------------------
 
-// ---- row loops (fp32) ----------------------------------------------------------------------------------
+// The row loops run on the tensors' own elements, fp32 or bf16 (compile/element_access.h), and compute in
+// fp32, so a bf16 step makes no fp32 copies of its activations. Other dtypes go through fp32 copies.
+torch::ScalarType row_dtype(const torch::Tensor& t) {
+  return t.scalar_type() == torch::kBFloat16 ? torch::kBFloat16 : torch::kFloat;
+}
+torch::Tensor as_rows(const torch::Tensor& t, torch::ScalarType dtype) { return t.to(dtype).contiguous(); }
 
-// sum(a[i] * b[i]) in 16 independent lanes, so the loop vectorises without reassociation flags.
-TB_MULTIVERSION
-float dot(const float* a, const float* b, int64_t n) {
+// Calls f(T{}) with T the element type of `dtype` (a row_dtype).
+template <typename F>
+void with_elements(torch::ScalarType dtype, F&& f) {
+  if (dtype == torch::kBFloat16) f(bf16_bits{});
+  else f(float{});
+}
+
+// sum(x[i]^2), in 16 independent lanes, so the loop vectorises without reassociation flags.
+template <typename T>
+TB_INLINE float sum_of_squares(const T* x, int64_t n) {
   float lanes[16] = {};
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
-    for (int j = 0; j < 16; ++j) lanes[j] += a[i + j] * b[i + j];
+    for (int j = 0; j < 16; ++j) lanes[j] += load(x[i + j]) * load(x[i + j]);
   float total = 0.f;
-  for (; i < n; ++i) total += a[i] * b[i];
+  for (; i < n; ++i) total += load(x[i]) * load(x[i]);
   for (int j = 0; j < 16; ++j) total += lanes[j];
   return total;
 }
 
-TB_MULTIVERSION
-float rms_norm_row(const float* x, const float* scale, float* y, int64_t d, float eps) {
-  const float ss = dot(x, x, d);
-  const float rstd = 1.0f / std::sqrt(ss / float(d) + eps);
-  for (int64_t i = 0; i < d; ++i) y[i] = x[i] * rstd * scale[i];
+// y = x * rstd * scale with rstd = 1 / sqrt(mean(x^2) + eps); returns rstd.
+template <typename T>
+TB_INLINE float rms_norm_row(const T* x, const float* scale, T* y, int64_t d, float eps) {
+  const float rstd = 1.0f / std::sqrt(sum_of_squares(x, d) / float(d) + eps);
+  for (int64_t i = 0; i < d; ++i) store(y[i], load(x[i]) * rstd * scale[i]);
   return rstd;
 }
 
-// dx = rstd * (g * scale) - x * rstd^3 * mean(g * scale * x); dscale += g * x * rstd.
-TB_MULTIVERSION
-void rms_norm_backward_row(const float* x, const float* scale, const float* g, float rstd, float* dx,
-                           float* dscale, int64_t d) {
-  float gx = 0.f;  // sum(g * scale * x), in lanes as dot() does
-  float lanes[16] = {};
-  int64_t i = 0;
-  for (; i + 16 <= d; i += 16)
-    for (int j = 0; j < 16; ++j) lanes[j] += g[i + j] * scale[i + j] * x[i + j];
-  for (; i < d; ++i) gx += g[i] * scale[i] * x[i];
-  for (int j = 0; j < 16; ++j) gx += lanes[j];
-  const float k = rstd * rstd * rstd * gx / float(d);
-  for (i = 0; i < d; ++i) {
-    dx[i] = rstd * g[i] * scale[i] - x[i] * k;
-    dscale[i] += g[i] * x[i] * rstd;
+template <typename T>
+TB_MULTIVERSION void rms_norm_rows(const T* x, const float* scale, T* y, float* rstd, int64_t begin, int64_t end,
+                                   int64_t d, float eps) {
+  for (int64_t r = begin; r < end; ++r) rstd[r] = rms_norm_row(x + r * d, scale, y + r * d, d, eps);
+}
+
+// h = x + r (stored in T: rounded in bf16, as the eager x + r), then y = rms_norm(h) * scale.
+template <typename T>
+TB_MULTIVERSION void add_rms_norm_rows(const T* x, const T* r, const float* scale, T* h, T* y, float* rstd,
+                                       int64_t begin, int64_t end, int64_t d, float eps) {
+  for (int64_t row = begin; row < end; ++row) {
+    const int64_t o = row * d;
+    for (int64_t i = 0; i < d; ++i) store(h[o + i], load(x[o + i]) + load(r[o + i]));
+    rstd[row] = rms_norm_row(h + o, scale, y + o, d, eps);
   }
 }
 
-// h = x + r (rounded to bf16 when `round_bf16`), then y = rms_norm(h) * scale; returns rstd.
-TB_MULTIVERSION
-float add_rms_norm_row(const float* x, const float* r, const float* scale, float* h, float* y, int64_t d, float eps,
-                       bool round_bf16) {
-  for (int64_t i = 0; i < d; ++i) h[i] = x[i] + r[i];
-  if (round_bf16)
-    for (int64_t i = 0; i < d; ++i) h[i] = static_cast<float>(c10::BFloat16(h[i]));
-  return rms_norm_row(h, scale, y, d, eps);
+// RMSNorm's backward: dx = rstd * (g * scale) - x * rstd^3 * mean(g * scale * x), plus g_residual (the
+// gradient that reaches a residual sum directly) when given; dscale += g * x * rstd.
+template <typename T>
+TB_MULTIVERSION void rms_norm_backward_rows(const T* x, const float* scale, const T* g, const T* g_residual,
+                                            const float* rstd, T* dx, float* dscale, int64_t begin, int64_t end,
+                                            int64_t d) {
+  for (int64_t row = begin; row < end; ++row) {
+    const int64_t o = row * d;
+    float lanes[16] = {};  // sum(g * scale * x), in lanes as sum_of_squares
+    float gx = 0.f;
+    int64_t i = 0;
+    for (; i + 16 <= d; i += 16)
+      for (int j = 0; j < 16; ++j) lanes[j] += load(g[o + i + j]) * scale[i + j] * load(x[o + i + j]);
+    for (; i < d; ++i) gx += load(g[o + i]) * scale[i] * load(x[o + i]);
+    for (int j = 0; j < 16; ++j) gx += lanes[j];
+    const float rs = rstd[row];
+    const float k = rs * rs * rs * gx / float(d);
+    for (i = 0; i < d; ++i) {
+      const float gi = load(g[o + i]), xi = load(x[o + i]);
+      const float residual = g_residual ? load(g_residual[o + i]) : 0.f;
+      store(dx[o + i], rs * gi * scale[i] - xi * k + residual);
+      dscale[i] += gi * xi * rs;
+    }
+  }
 }
 
-TB_MULTIVERSION
-void swiglu_span(const float* a, const float* b, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = a[i] / (1.0f + std::exp(-a[i])) * b[i];
-}
-
-TB_MULTIVERSION
-void swiglu_backward_span(const float* a, const float* b, const float* g, float* da, float* db, int64_t n) {
+// silu(a) * b = a / (1 + e^-a) * b.
+template <typename T>
+TB_MULTIVERSION void swiglu_span(const T* a, const T* b, T* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
-    const float s = 1.0f / (1.0f + std::exp(-a[i]));
-    da[i] = g[i] * b[i] * s * (1.0f + a[i] * (1.0f - s));
-    db[i] = g[i] * a[i] * s;
+    const float ai = load(a[i]);
+    store(y[i], ai / (1.0f + exp_clamped(-ai)) * load(b[i]));
   }
 }
 
-torch::Tensor as_f32(const torch::Tensor& t) { return t.to(torch::kFloat).contiguous(); }
+template <typename T>
+TB_MULTIVERSION void swiglu_backward_span(const T* a, const T* b, const T* g, T* da, T* db, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float ai = load(a[i]), bi = load(b[i]), gi = load(g[i]);
+    const float s = 1.0f / (1.0f + exp_clamped(-ai));
+    store(da[i], gi * bi * s * (1.0f + ai * (1.0f - s)));
+    store(db[i], gi * ai * s);
+  }
+}
+
+// One partial dscale per thread, summed at the end (no atomics; deterministic for a thread count).
+template <typename T>
+torch::Tensor rms_norm_backward(const torch::Tensor& x, const torch::Tensor& scale, const torch::Tensor& g,
+                                const torch::Tensor& g_residual, const torch::Tensor& rstd, const torch::Tensor& dx) {
+  const int64_t d = x.size(-1), rows = x.numel() / d;
+  const auto sf = scale.to(torch::kFloat).contiguous();
+  const int threads = at::get_num_threads();
+  auto partial = torch::zeros({threads, d}, sf.options());
+  const T* xp = elements<T>(x);
+  const T* gp = elements<T>(g);
+  const T* grp = g_residual.defined() ? elements<T>(g_residual) : nullptr;
+  const float* sp = sf.data_ptr<float>();
+  const float* rp = rstd.data_ptr<float>();
+  T* dxp = elements<T>(dx);
+  float* pp = partial.data_ptr<float>();
+  const int64_t per_thread = (rows + threads - 1) / threads;
+  at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t)
+      rms_norm_backward_rows(xp, sp, gp, grp, rp, dxp, pp + t * d, std::min(rows, t * per_thread),
+                             std::min(rows, (t + 1) * per_thread), d);
+  });
+  return partial.sum(0).to(scale.scalar_type());
+}
 
 // ---- RMSNorm ---------------------------------------------------------------------------------------------
 
 struct RMSNormFn : torch::autograd::Function<RMSNormFn> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& scale, double eps) {
     const int64_t d = x.size(-1);
-    const auto xf = as_f32(x).view({-1, d});
-    const auto sf = as_f32(scale);
-    auto y = torch::empty_like(xf);
-    auto rstd = torch::empty({xf.size(0)}, xf.options());
-    const float* xp = xf.data_ptr<float>();
-    const float* sp = sf.data_ptr<float>();
-    float* yp = y.data_ptr<float>();
-    float* rp = rstd.data_ptr<float>();
-    at::parallel_for(0, xf.size(0), 16, [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) rp[r] = rms_norm_row(xp + r * d, sp, yp + r * d, d, float(eps));
+    const auto dtype = row_dtype(x);
+    const auto xr = as_rows(x, dtype);
+    const auto sf = scale.to(torch::kFloat).contiguous();
+    auto y = torch::empty_like(xr);
+    auto rstd = torch::empty({xr.numel() / d}, sf.options());
+    with_elements(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const T* xp = elements<T>(xr);
+      T* yp = elements<T>(y);
+      at::parallel_for(0, rstd.numel(), 16, [&](int64_t begin, int64_t end) {
+        rms_norm_rows(xp, sf.data_ptr<float>(), yp, rstd.data_ptr<float>(), begin, end, d, float(eps));
+      });
     });
-    ctx->save_for_backward({x, scale, rstd});
+    ctx->save_for_backward({xr, scale, rstd});
     return y.view(x.sizes()).to(x.scalar_type());
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const auto& x = saved[0];
-    const auto& scale = saved[1];
-    const auto& rstd = saved[2];
-    const int64_t d = x.size(-1);
-    const auto xf = as_f32(x).view({-1, d});
-    const auto sf = as_f32(scale);
-    const auto gf = as_f32(grads[0]).view({-1, d});
-    auto dx = torch::empty_like(xf);
-    const int64_t rows = xf.size(0);
-    // One partial dscale per thread, summed at the end (no atomics, deterministic for a thread count).
-    const int threads = at::get_num_threads();
-    auto partial = torch::zeros({threads, d}, xf.options());
-    const float* xp = xf.data_ptr<float>();
-    const float* sp = sf.data_ptr<float>();
-    const float* gp = gf.data_ptr<float>();
-    const float* rp = rstd.data_ptr<float>();
-    float* dxp = dx.data_ptr<float>();
-    float* pp = partial.data_ptr<float>();
-    const int64_t per_thread = (rows + threads - 1) / threads;
-    at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t)
-        for (int64_t r = t * per_thread; r < std::min(rows, (t + 1) * per_thread); ++r)
-          rms_norm_backward_row(xp + r * d, sp, gp + r * d, rp[r], dxp + r * d, pp + t * d, d);
+    const auto& x = saved[0];  // in its row dtype
+    const auto g = as_rows(grads[0], x.scalar_type());
+    auto dx = torch::empty_like(x);
+    torch::Tensor dscale;
+    with_elements(x.scalar_type(), [&](auto tag) {
+      dscale = rms_norm_backward<decltype(tag)>(x, saved[1], g, torch::Tensor(), saved[2], dx);
     });
-    return {dx.view(x.sizes()).to(x.scalar_type()), partial.sum(0).to(scale.scalar_type()), torch::Tensor()};
+    return {dx, dscale, torch::Tensor()};
   }
 };
 
@@ -142,62 +182,42 @@ struct AddRMSNormFn : torch::autograd::Function<AddRMSNormFn> {
   static tensor_list forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& r,
                              const torch::Tensor& scale, double eps) {
     const int64_t d = x.size(-1);
-    const auto xf = as_f32(x).view({-1, d});
-    const auto rf = as_f32(r).view({-1, d});
-    const auto sf = as_f32(scale);
-    auto h = torch::empty_like(xf), y = torch::empty_like(xf);
-    auto rstd = torch::empty({xf.size(0)}, xf.options());
-    const bool round_bf16 = x.scalar_type() == torch::kBFloat16;
-    const float* xp = xf.data_ptr<float>();
-    const float* rp = rf.data_ptr<float>();
-    const float* sp = sf.data_ptr<float>();
-    float* hp = h.data_ptr<float>();
-    float* yp = y.data_ptr<float>();
-    float* stdp = rstd.data_ptr<float>();
-    at::parallel_for(0, xf.size(0), 16, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i)
-        stdp[i] = add_rms_norm_row(xp + i * d, rp + i * d, sp, hp + i * d, yp + i * d, d, float(eps), round_bf16);
+    const auto dtype = row_dtype(x);
+    const auto xr = as_rows(x, dtype), rr = as_rows(r, dtype);
+    const auto sf = scale.to(torch::kFloat).contiguous();
+    auto h = torch::empty_like(xr), y = torch::empty_like(xr);
+    auto rstd = torch::empty({xr.numel() / d}, sf.options());
+    with_elements(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const T* xp = elements<T>(xr);
+      const T* rp = elements<T>(rr);
+      T* hp = elements<T>(h);
+      T* yp = elements<T>(y);
+      at::parallel_for(0, rstd.numel(), 16, [&](int64_t begin, int64_t end) {
+        add_rms_norm_rows(xp, rp, sf.data_ptr<float>(), hp, yp, rstd.data_ptr<float>(), begin, end, d, float(eps));
+      });
     });
-    auto h_out = h.view(x.sizes()).to(x.scalar_type());
-    ctx->save_for_backward({h_out, scale, rstd});
-    return {h_out, y.view(x.sizes()).to(x.scalar_type())};
+    ctx->save_for_backward({h, scale, rstd});
+    return {h.view(x.sizes()).to(x.scalar_type()), y.view(x.sizes()).to(x.scalar_type())};
   }
 
   // dh = gh + RMSNorm's backward of gn; x and r both get dh.
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const auto& h = saved[0];
+    const auto& h = saved[0];  // in its row dtype
     const auto& scale = saved[1];
-    const auto& rstd = saved[2];
-    const int64_t d = h.size(-1);
-    const auto hf = as_f32(h).view({-1, d});
-    const auto sf = as_f32(scale);
-    const int64_t rows = hf.size(0);
-    const auto gh = grads[0].defined() ? as_f32(grads[0]).view({-1, d}) : torch::zeros_like(hf);
-    if (!grads[1].defined())
-      return {gh.view(h.sizes()).to(h.scalar_type()), gh.view(h.sizes()).to(h.scalar_type()),
-              torch::zeros_like(scale), torch::Tensor()};
-    const auto gn = as_f32(grads[1]).view({-1, d});
-    auto dh = torch::empty_like(hf);
-    const int threads = at::get_num_threads();
-    auto partial = torch::zeros({threads, d}, hf.options());  // per-thread dscale, as RMSNormFn
-    const float* hp = hf.data_ptr<float>();
-    const float* sp = sf.data_ptr<float>();
-    const float* gnp = gn.data_ptr<float>();
-    const float* ghp = gh.data_ptr<float>();
-    const float* stdp = rstd.data_ptr<float>();
-    float* dhp = dh.data_ptr<float>();
-    float* pp = partial.data_ptr<float>();
-    const int64_t per_thread = (rows + threads - 1) / threads;
-    at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t)
-        for (int64_t i = t * per_thread; i < std::min(rows, (t + 1) * per_thread); ++i) {
-          rms_norm_backward_row(hp + i * d, sp, gnp + i * d, stdp[i], dhp + i * d, pp + t * d, d);
-          for (int64_t j = 0; j < d; ++j) dhp[i * d + j] += ghp[i * d + j];
-        }
+    const auto gh = grads[0].defined() ? as_rows(grads[0], h.scalar_type()) : torch::Tensor();
+    if (!grads[1].defined()) {
+      const auto dh = gh.defined() ? gh : torch::zeros_like(h);
+      return {dh, dh, torch::zeros_like(scale), torch::Tensor()};
+    }
+    const auto gn = as_rows(grads[1], h.scalar_type());
+    auto dh = torch::empty_like(h);
+    torch::Tensor dscale;
+    with_elements(h.scalar_type(), [&](auto tag) {
+      dscale = rms_norm_backward<decltype(tag)>(h, scale, gn, gh, saved[2], dh);
     });
-    const auto dx = dh.view(h.sizes()).to(h.scalar_type());
-    return {dx, dx, partial.sum(0).to(scale.scalar_type()), torch::Tensor()};
+    return {dh, dh, dscale, torch::Tensor()};
   }
 };
 
@@ -205,32 +225,40 @@ struct AddRMSNormFn : torch::autograd::Function<AddRMSNormFn> {
 
 struct SwiGLUFn : torch::autograd::Function<SwiGLUFn> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& a, const torch::Tensor& b) {
-    const auto af = as_f32(a), bf = as_f32(b);
-    auto y = torch::empty_like(af);
-    const float* ap = af.data_ptr<float>();
-    const float* bp = bf.data_ptr<float>();
-    float* yp = y.data_ptr<float>();
-    at::parallel_for(0, af.numel(), 4096, [&](int64_t begin, int64_t end) {
-      swiglu_span(ap + begin, bp + begin, yp + begin, end - begin);
+    const auto dtype = row_dtype(a);
+    const auto ar = as_rows(a, dtype), br = as_rows(b, dtype);
+    auto y = torch::empty_like(ar);
+    with_elements(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const T* ap = elements<T>(ar);
+      const T* bp = elements<T>(br);
+      T* yp = elements<T>(y);
+      at::parallel_for(0, ar.numel(), 4096, [&](int64_t begin, int64_t end) {
+        swiglu_span(ap + begin, bp + begin, yp + begin, end - begin);
+      });
     });
-    ctx->save_for_backward({a, b});
-    return y.to(a.scalar_type());
+    ctx->save_for_backward({ar, br});
+    return y.view(a.sizes()).to(a.scalar_type());
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const auto af = as_f32(saved[0]), bf = as_f32(saved[1]);
-    const auto gf = as_f32(grads[0]);
-    auto da = torch::empty_like(af), db = torch::empty_like(bf);
-    const float* ap = af.data_ptr<float>();
-    const float* bp = bf.data_ptr<float>();
-    const float* gp = gf.data_ptr<float>();
-    float* dap = da.data_ptr<float>();
-    float* dbp = db.data_ptr<float>();
-    at::parallel_for(0, af.numel(), 4096, [&](int64_t begin, int64_t end) {
-      swiglu_backward_span(ap + begin, bp + begin, gp + begin, dap + begin, dbp + begin, end - begin);
+    const auto& a = saved[0];  // both in their row dtype
+    const auto& b = saved[1];
+    const auto g = as_rows(grads[0], a.scalar_type());
+    auto da = torch::empty_like(a), db = torch::empty_like(b);
+    with_elements(a.scalar_type(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* ap = elements<T>(a);
+      const T* bp = elements<T>(b);
+      const T* gp = elements<T>(g);
+      T* dap = elements<T>(da);
+      T* dbp = elements<T>(db);
+      at::parallel_for(0, a.numel(), 4096, [&](int64_t begin, int64_t end) {
+        swiglu_backward_span(ap + begin, bp + begin, gp + begin, dap + begin, dbp + begin, end - begin);
+      });
     });
-    return {da.to(saved[0].scalar_type()), db.to(saved[1].scalar_type())};
+    return {da, db};
   }
 };
 
@@ -257,12 +285,12 @@ float exp_in_place(float* x, int64_t n, float shift) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
     for (int j = 0; j < 16; ++j) {
-      x[i + j] = exp_shifted(x[i + j] - shift);
+      x[i + j] = exp_clamped(x[i + j] - shift);
       lanes[j] += x[i + j];
     }
   float total = 0.f;
   for (; i < n; ++i) {
-    x[i] = exp_shifted(x[i] - shift);
+    x[i] = exp_clamped(x[i] - shift);
     total += x[i];
   }
   for (float l : lanes) total += l;

@@ -105,6 +105,7 @@ class TestCompile : public QObject {
     QTest::newRow("fp32 one row of 3") << QList<qint64>{1, 1, 3} << false;
     QTest::newRow("fp32 5x37 (lanes + tail)") << QList<qint64>{5, 37} << false;
     QTest::newRow("bf16 4x9x40") << QList<qint64>{4, 9, 40} << true;
+    QTest::newRow("bf16 70x300 (threads, lanes + tail)") << QList<qint64>{70, 300} << true;
   }
   void rmsNormMatchesEager() {
     QFETCH(QList<qint64>, shape);
@@ -131,20 +132,32 @@ class TestCompile : public QObject {
     QVERIFY2(rel_err(x.grad(), eager_dx) < tol, std::to_string(rel_err(x.grad(), eager_dx)).c_str());
     QVERIFY2(rel_err(scale.grad(), eager_dscale) < tol, std::to_string(rel_err(scale.grad(), eager_dscale)).c_str());
     QCOMPARE(fused.scalar_type(), dtype);
+    if (bf16) {  // as for SwiGLU: the fp32 kernel on the widened input, rounded
+      torch::NoGradGuard no_grad;
+      QVERIFY(torch::equal(fused, tb::compile::fused_rms_norm(x.to(torch::kFloat), scale.to(torch::kFloat), 1e-5).to(dtype)));
+    }
   }
 
   void swigluMatchesEager_data() {
     QTest::addColumn<bool>("bf16");
-    QTest::newRow("fp32") << false;
-    QTest::newRow("bf16") << true;
+    QTest::addColumn<QList<qint64>>("shape");
+    QTest::addColumn<double>("spread");
+    QTest::newRow("fp32") << false << QList<qint64>{3, 7, 13} << 4.0;
+    QTest::newRow("bf16") << true << QList<qint64>{3, 7, 13} << 4.0;
+    // Several threads' spans with a tail, and gates past the exponential's clamp (|a| > 88).
+    QTest::newRow("fp32 16386 gates, wide") << false << QList<qint64>{2, 3, 2731} << 40.0;
+    QTest::newRow("bf16 16386 gates, wide") << true << QList<qint64>{2, 3, 2731} << 40.0;
   }
   void swigluMatchesEager() {
     QFETCH(bool, bf16);
+    QFETCH(QList<qint64>, shape);
+    QFETCH(double, spread);
     torch::manual_seed(2);
+    const std::vector<int64_t> dims(shape.begin(), shape.end());
     const auto dtype = bf16 ? torch::kBFloat16 : torch::kFloat;
-    auto a = (torch::randn({3, 7, 13}) * 4).to(dtype).requires_grad_(true);
-    auto b = torch::randn({3, 7, 13}).to(dtype).requires_grad_(true);
-    const auto up = torch::randn({3, 7, 13}).to(dtype);
+    auto a = (torch::randn(dims) * spread).to(dtype).requires_grad_(true);
+    auto b = torch::randn(dims).to(dtype).requires_grad_(true);
+    const auto up = torch::randn(dims).to(dtype);
     auto eager = torch::silu(a) * b;
     (eager * up).sum().backward();
     const auto da = a.grad().clone(), db = b.grad().clone();
@@ -156,6 +169,13 @@ class TestCompile : public QObject {
     QVERIFY(rel_err(fused, eager) < tol);
     QVERIFY2(rel_err(a.grad(), da) < tol, std::to_string(rel_err(a.grad(), da)).c_str());
     QVERIFY2(rel_err(b.grad(), db) < tol, std::to_string(rel_err(b.grad(), db)).c_str());
+    // bf16 is read and written in place and computed in fp32: exactly the fp32 kernel's result on the
+    // widened inputs, rounded to nearest even as ATen rounds.
+    if (bf16) {
+      torch::NoGradGuard no_grad;
+      const auto widened = tb::compile::fused_swiglu(a.to(torch::kFloat), b.to(torch::kFloat));
+      QVERIFY(torch::equal(fused, widened.to(dtype)));
+    }
   }
 
   void linearCrossEntropyMatchesEager_data() {

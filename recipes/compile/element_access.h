@@ -1,0 +1,52 @@
+// How the fused loops read and write elements: fp32 as is, bf16 as its bit pattern (uint16_t), widened
+// to fp32 for the arithmetic and rounded back when stored, as c10::BFloat16 converts (round to nearest
+// even, NaN kept a NaN). Spelled with integer ops and no branch, so the loops vectorise and a bf16 step
+// reads its tensors in place instead of through fp32 copies.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include <torch/types.h>
+
+// The loops are built for AVX-512, AVX2 and plain x86-64; the best the CPU has is picked at load time.
+#define TB_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+// The helpers below are inlined into each of those builds.
+#define TB_INLINE inline __attribute__((always_inline))
+
+namespace tb::compile {
+
+using bf16_bits = uint16_t;
+
+TB_INLINE float load(float x) { return x; }
+TB_INLINE float load(bf16_bits bits) {
+  const uint32_t u = uint32_t(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+TB_INLINE void store(float& out, float x) { out = x; }
+TB_INLINE void store(bf16_bits& out, float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  const uint32_t nearest = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t nan = 0u - uint32_t((u & 0x7FFFFFFFu) > 0x7F800000u);  // all ones for a NaN
+  out = bf16_bits((nearest & ~nan) | (0x7FC0u & nan));
+}
+// x as it reads back after being stored in T.
+template <typename T>
+TB_INLINE float rounded(float x) {
+  T t;
+  store(t, x);
+  return load(t);
+}
+
+// A contiguous fp32 or bf16 tensor's elements as the loops address them.
+template <typename T>
+T* elements(const torch::Tensor& t) {
+  if constexpr (std::is_same_v<T, float>) return t.data_ptr<float>();
+  else return reinterpret_cast<bf16_bits*>(t.data_ptr<at::BFloat16>());
+}
+
+}  // namespace tb::compile
