@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "compile/fused_lora.h"
 #include "compile/gemm.h"
 #include "peft/lora_linear.h"
 #include "quant/nf4.h"
@@ -75,8 +76,8 @@ int64_t tile_lines(int64_t lines, int64_t length, int64_t tile_elements) {
 // y [N, out] = x [N, in] @ W^T, a tile of output rows at a time: dequantise rows [r0, r0 + n) of W,
 // then one matmul into the columns [r0, r0 + n) of y.
 template <typename T>
-torch::Tensor forward_tiles(const torch::Tensor& x, const NF4Tiles& w, int64_t tile_elements, GemmBackend backend) {
-  auto y = torch::empty({x.size(0), w.out}, x.options());
+void forward_tiles(const torch::Tensor& x, const NF4Tiles& w, int64_t tile_elements, GemmBackend backend,
+                   const torch::Tensor& y) {
   const int64_t rows = tile_lines(w.out, w.in, tile_elements);
   const int64_t tiles = (w.out + rows - 1) / rows;
   at::parallel_for(0, tiles, 1, [&](int64_t first, int64_t last) {
@@ -89,7 +90,6 @@ torch::Tensor forward_tiles(const torch::Tensor& x, const NF4Tiles& w, int64_t t
       gemm_into(slice, x, buffer.narrow(0, 0, n * w.in).view({n, w.in}).t(), false, backend);
     }
   });
-  return y;
 }
 
 // dx [N, in] = dy [N, out] @ W, a tile of input columns at a time (each tile its own columns of dx,
@@ -136,11 +136,16 @@ struct TiledLinearNF4 : torch::autograd::Function<TiledLinearNF4> {
     const auto scales = quant::dequantize_nf4_scales(*w).contiguous();
     const auto tiles = tiles_of(*w, scales);
     const auto be = static_cast<GemmBackend>(backend);
-    auto y = x.scalar_type() == torch::kBFloat16 ? forward_tiles<c10::BFloat16>(x2, tiles, tile_elements, be)
-                                                 : forward_tiles<float>(x2, tiles, tile_elements, be);
     auto shape = x.sizes().vec();
     shape.back() = w->shape[0];
-    return y.view(shape);
+    // Not returned as a view, so the fused LoRA update may add into it in place (as in gemm_linear).
+    auto y = torch::empty(shape, x.options());
+    const auto y2 = y.view({-1, w->shape[0]});
+    if (x.scalar_type() == torch::kBFloat16)
+      forward_tiles<c10::BFloat16>(x2, tiles, tile_elements, be, y2);
+    else
+      forward_tiles<float>(x2, tiles, tile_elements, be, y2);
+    return y;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
@@ -212,6 +217,8 @@ torch::Tensor project(torch::nn::AnyModule& projection, const torch::Tensor& x, 
   // LoRALinearImpl::forward with the products fused: base first, then the dropout of the LoRA input.
   const auto base = nf4 ? fused_linear_nf4(x, lora->quantized_base, 0, backend) : gemm_linear(x, lora->weight, backend);
   const auto lora_in = lora->dropout_p() > 0.0 ? lora->dropout->forward(x) : x;
+  if (!lora->lora_a->bias.defined() && !lora->lora_b->bias.defined() && base.is_contiguous() && !base.is_view())
+    return fused_lora_update(base, lora_in, lora->lora_a->weight, lora->lora_b->weight, lora->scale(), backend);
   const auto update = linear_through(*lora->lora_b, linear_through(*lora->lora_a, lora_in, backend), backend);
   return base + lora->scale() * update;
 }

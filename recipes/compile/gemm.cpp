@@ -105,14 +105,15 @@ struct GemmLinearFn : torch::autograd::Function<GemmLinearFn> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
                                int64_t backend) {
     const auto be = static_cast<GemmBackend>(backend);
-    const auto x2 = x.reshape({-1, x.size(-1)});
-    auto y = torch::empty({x2.size(0), weight.size(0)}, x.options());
-    gemm_into(y, x2, weight.t(), false, be);
-    ctx->save_for_backward({x, weight});
-    ctx->saved_data["backend"] = backend;
     auto shape = x.sizes().vec();
     shape.back() = weight.size(0);
-    return y.view(shape);
+    // Allocated in its final shape, not returned as a view: autograd lets a later op (the fused LoRA
+    // update) add into a custom function's output in place only when it is not a view.
+    auto y = torch::empty(shape, x.options());
+    gemm_into(y.view({-1, weight.size(0)}), x.reshape({-1, x.size(-1)}), weight.t(), false, be);
+    ctx->save_for_backward({x, weight});
+    ctx->saved_data["backend"] = backend;
+    return y;
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {

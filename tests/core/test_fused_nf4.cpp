@@ -2,7 +2,8 @@
 // and its input gradient against dy @ dequantize_nf4(W), over odd shapes and tiles that do not
 // divide them, fp32 and bf16; compile::project() on a QLoRA LoRALinear (with dropout, same seed)
 // against the module's own forward, outputs and gradients, and the random stream left where it
-// leaves it; other modules passed through; a compiled QLoRA run against the eager one.
+// leaves it; other modules passed through; a compiled QLoRA run against the eager one. The fused LoRA
+// update (compile/fused_lora.h) on its own against the float64 formulas, odd shapes and ranks.
 #include <QtTest>
 
 #include <memory>
@@ -10,6 +11,7 @@
 
 #include <torch/torch.h>
 
+#include "compile/fused_lora.h"
 #include "compile/fused_nf4.h"
 #include "config/config.h"
 #include "peft/lora_linear.h"
@@ -183,6 +185,70 @@ class TestFusedNF4 : public QObject {
       QVERIFY2(e <= tolerance, (std::string(names[i]) + ": " + describe(e)).c_str());
     }
     QVERIFY(torch::equal(fused[4], eager[4]));  // the same random draws, in the same number
+  }
+
+  void loraUpdateMatchesFormulas_data() {
+    QTest::addColumn<bool>("bf16");
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<int>("in");
+    QTest::addColumn<int>("out");
+    QTest::addColumn<int>("rank");
+    QTest::addColumn<int>("gemm");
+    const int aten = int(tb::compile::GemmBackend::aten), onednn = int(tb::compile::GemmBackend::onednn);
+    QTest::newRow("fp32 aten, rank 1") << false << 5 << 7 << 3 << 1 << aten;
+    QTest::newRow("fp32 oneDNN 33x37->65, rank 5") << false << 33 << 37 << 65 << 5 << onednn;
+    QTest::newRow("fp32 oneDNN 130x96->50, rank 8") << false << 130 << 96 << 50 << 8 << onednn;
+    QTest::newRow("bf16 oneDNN 130x96->50, rank 8") << true << 130 << 96 << 50 << 8 << onednn;
+    QTest::newRow("bf16 aten 66x40->24, rank 3") << true << 66 << 40 << 24 << 3 << aten;
+  }
+  // y = base + s (x A^T) B^T; with g = dL/dy: d base = g, dB = s g^T (x A^T), dA = s (g B)^T x,
+  // dx = s (g B) A, all checked against float64 products of the same values.
+  void loraUpdateMatchesFormulas() {
+    QFETCH(bool, bf16);
+    QFETCH(int, rows);
+    QFETCH(int, in);
+    QFETCH(int, out);
+    QFETCH(int, rank);
+    QFETCH(int, gemm);
+    const auto dtype = bf16 ? torch::kBFloat16 : torch::kFloat;
+    const double tolerance = bf16 ? 2e-2 : 1e-5;
+    const double scale = 2.5;
+    torch::manual_seed(11);
+    const auto x = torch::randn({rows, in}).to(dtype).requires_grad_(true);
+    const auto a = torch::randn({rank, in}).to(dtype).requires_grad_(true);
+    const auto b = torch::randn({out, rank}).to(dtype).requires_grad_(true);
+    const auto base_in = torch::randn({rows, out}).to(dtype).requires_grad_(true);
+    const auto g = torch::randn({rows, out}).to(dtype);
+    // The update writes into `base`: a fresh result of an op, as the base projection's output is.
+    const auto base = base_in * 1.0;
+    const auto y = tb::compile::fused_lora_update(base, x, a, b, scale, static_cast<tb::compile::GemmBackend>(gemm));
+    y.backward(g);
+
+    const auto xd = x.detach().to(torch::kDouble), ad = a.detach().to(torch::kDouble);
+    const auto bd = b.detach().to(torch::kDouble), gd = g.to(torch::kDouble);
+    const auto xa = xd.mm(ad.t());
+    const auto gb = gd.mm(bd);
+    const std::vector<std::pair<const char*, std::pair<torch::Tensor, torch::Tensor>>> checks = {
+        {"y", {y.detach(), base_in.detach().to(torch::kDouble) + scale * xa.mm(bd.t())}},
+        {"d base", {base_in.grad(), gd}},
+        {"dB", {b.grad(), scale * gd.t().mm(xa)}},
+        {"dA", {a.grad(), scale * gb.t().mm(xd)}},
+        {"dx", {x.grad(), scale * gb.mm(ad)}}};
+    for (const auto& [what, pair] : checks) {
+      QVERIFY2(pair.first.defined(), what);
+      QCOMPARE(pair.first.scalar_type(), dtype);
+      const double e = rel_err(pair.first, pair.second);
+      QVERIFY2(e <= tolerance, (std::string(what) + ": " + describe(e)).c_str());
+    }
+  }
+
+  void loraUpdateRefusesMismatchedShapes() {
+    const auto x = torch::randn({4, 6});
+    const auto a = torch::randn({2, 6}), b = torch::randn({5, 2});
+    QVERIFY_THROWS_EXCEPTION(c10::Error, tb::compile::fused_lora_update(torch::zeros({4, 4}), x, a, b, 1.0,
+                                                                        tb::compile::GemmBackend::aten));
+    QVERIFY_THROWS_EXCEPTION(c10::Error, tb::compile::fused_lora_update(torch::zeros({4, 5}), x, torch::randn({2, 5}),
+                                                                        b, 1.0, tb::compile::GemmBackend::aten));
   }
 
   // With ATen products a plain Linear and a LoRALinear over a full-precision base run their own
