@@ -393,6 +393,8 @@ int run_cli(int argc, char** argv) {
   bench_step->add_option("--recipe", a.recipe, "recipe to run (default: the one the config names)");
   bench_step->add_option("--steps", a.bench.steps, "measured steps")->capture_default_str();
   bench_step->add_option("--warmup", a.bench.warmup, "steps run first, not measured")->capture_default_str();
+  bench_step->add_option("--profile", a.bench.profile_path,
+                         "profile one more step after the measured ones; write its Chrome trace to this file");
   add_overrides(bench_step, a);
   CLI::App* bench_compile = bench->add_subcommand("compile", "eager vs compiled training step: speed, warm-up, parity");
   bench_compile->add_option("--config", a.config, "bundled config name or YAML file")->required();

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include <ATen/Parallel.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 
 #include "training/memory.h"
 #include "training/metrics.h"
@@ -16,13 +17,24 @@ namespace {
 class BenchLogger : public training::MetricLogger {
  public:
   BenchLogger(RunControl& control, int64_t last_step, std::function<void(int64_t, int64_t)> progress,
-              const std::atomic<bool>* interrupt)
-      : control_(control), last_step_(last_step), progress_(std::move(progress)), interrupt_(interrupt) {}
+              const std::atomic<bool>* interrupt, std::string profile_path)
+      : control_(control),
+        last_step_(last_step),
+        progress_(std::move(progress)),
+        interrupt_(interrupt),
+        profile_path_(std::move(profile_path)) {}
 
+  // Called on the training thread after each step, so the profiler (per thread) sees the next one.
   void log_step(const training::StepMetrics& m) override {
     steps.push_back(m);
-    if (progress_) progress_(static_cast<int64_t>(steps.size()), last_step_);
-    if (static_cast<int64_t>(steps.size()) >= last_step_ || (interrupt_ && interrupt_->load())) control_.stop = true;
+    const auto done = static_cast<int64_t>(steps.size());
+    if (progress_) progress_(done, last_step_);
+    if (!profile_path_.empty() && done == last_step_ - 1)
+      profiler_ = std::make_unique<torch::autograd::profiler::RecordProfile>(profile_path_);
+    if (done >= last_step_ || (interrupt_ && interrupt_->load())) {
+      profiler_.reset();  // writes the trace
+      control_.stop = true;
+    }
   }
   void log_event(const nlohmann::json& e) override {
     if (e.contains("memory")) memory = e["memory"];
@@ -38,6 +50,8 @@ class BenchLogger : public training::MetricLogger {
   int64_t last_step_;
   std::function<void(int64_t, int64_t)> progress_;
   const std::atomic<bool>* interrupt_;
+  std::string profile_path_;
+  std::unique_ptr<torch::autograd::profiler::RecordProfile> profiler_;
 };
 
 double gib(const nlohmann::json& memory, const char* key) {
@@ -56,7 +70,7 @@ double median(std::vector<double> values) {
 std::vector<std::string> bench_overrides(const StepBenchOptions& options, const std::string& output_dir) {
   return {"output_dir=" + output_dir,
           "epochs=1",
-          "max_steps_per_epoch=" + std::to_string(options.warmup + options.steps),
+          "max_steps_per_epoch=" + std::to_string(options.warmup + options.steps + (options.profile_path.empty() ? 0 : 1)),
           "log_every_n_steps=1",
           "log_peak_memory_stats=true",
           "save_every_n_steps=0",
@@ -95,10 +109,11 @@ nlohmann::json compare_eager_and_compiled(const nlohmann::json& eager, const nlo
 nlohmann::json bench_steps(const RecipeInfo& recipe, const config::Config& cfg, const StepBenchOptions& options) {
   if (options.steps < 1) throw std::runtime_error("bench: --steps must be at least 1");
   if (options.warmup < 0) throw std::runtime_error("bench: --warmup must not be negative");
-  const int64_t total = options.warmup + options.steps;
+  const int64_t measured_end = options.warmup + options.steps;
+  const int64_t total = measured_end + (options.profile_path.empty() ? 0 : 1);
   RunControl control;
   control.save_on_stop = false;
-  BenchLogger logger(control, total, options.progress, options.interrupt);
+  BenchLogger logger(control, total, options.progress, options.interrupt, options.profile_path);
   const RunResult result = recipe.run(cfg, logger, control);
   if (result.status == RunStatus::Failed) throw std::runtime_error("bench: the run failed: " + result.message);
   if (options.interrupt && options.interrupt->load())
@@ -111,7 +126,7 @@ nlohmann::json bench_steps(const RecipeInfo& recipe, const config::Config& cfg, 
 
   std::vector<double> step_s, tokens_per_s;
   double peak_gib = 0;
-  for (size_t i = static_cast<size_t>(options.warmup); i < logger.steps.size(); ++i) {
+  for (size_t i = static_cast<size_t>(options.warmup); i < static_cast<size_t>(measured_end); ++i) {
     step_s.push_back(logger.steps[i].step_time_s);
     tokens_per_s.push_back(logger.steps[i].tokens_per_second);
     peak_gib = std::max(peak_gib, logger.steps[i].peak_memory_gib);
@@ -150,6 +165,7 @@ nlohmann::json bench_steps(const RecipeInfo& recipe, const config::Config& cfg, 
   for (const auto& s : logger.steps) losses.push_back(s.loss);
   out["losses"] = losses;
   out["compile"] = logger.compile;  // null when not compiled
+  if (!options.profile_path.empty()) out["profile"] = options.profile_path;
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +20,9 @@ struct StepBenchOptions {
   int64_t warmup = 2;   // steps run first and left out of the medians
   std::function<void(int64_t done, int64_t total)> progress;  // after each step
   const std::atomic<bool>* interrupt = nullptr;  // set (Ctrl-C): the run stops after its step, bench_steps throws
+  // When set, one more step runs after the measured ones (left out of the figures) under LibTorch's
+  // profiler, and its Chrome trace (every ATen op, autograd node and fused kernel) is written here.
+  std::string profile_path;
 };
 
 // The overrides that make a config a bench run: every step logged, memory tracked, one epoch of
@@ -29,7 +33,7 @@ std::vector<std::string> bench_overrides(const StepBenchOptions& options, const 
 // warmup_steps, threads, tokens_per_step, first_step_s, median_step_s, tokens_per_s,
 // peak_memory_gib (the highest step peak of tensor storage), process_peak_rss_gib, and the memory
 // budget the recipe logged before training (weights, gradients, optimizer states, their sum as
-// floor_gib, bytes per frozen parameter and per NF4 parameter). Throws std::runtime_error when the run fails or
+// floor_gib, bytes per frozen parameter and per NF4 parameter), and the profile's path when one was written. Throws std::runtime_error when the run fails or
 // ends before the last measured step.
 nlohmann::json bench_steps(const RecipeInfo& recipe, const config::Config& cfg, const StepBenchOptions& options);
 

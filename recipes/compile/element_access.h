@@ -42,6 +42,13 @@ TB_INLINE float rounded(float x) {
   return load(t);
 }
 
+// Calls f(T{}) with T the element type the loops use for `dtype`: bf16_bits for bf16, else float.
+template <typename F>
+void with_elements(torch::ScalarType dtype, F&& f) {
+  if (dtype == torch::kBFloat16) f(bf16_bits{});
+  else f(float{});
+}
+
 // A contiguous fp32 or bf16 tensor's elements as the loops address them.
 template <typename T>
 T* elements(const torch::Tensor& t) {

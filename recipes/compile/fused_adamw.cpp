@@ -5,6 +5,7 @@
 #include <ATen/Parallel.h>
 #include <immintrin.h>
 #include <torch/torch.h>
+#include <ATen/record_function.h>
 
 #include <algorithm>
 #include <cmath>
@@ -38,6 +39,7 @@ typename StateMap::key_type state_key(const StateMap&, const torch::Tensor& p) {
 
 // One parameter's scalars for this step, as torch's AdamW derives them (in double, then fp32).
 struct Coefficients {
+  float grad_scale;       // the gradient is read as rounded(g * grad_scale)
   float decay;            // 1 - lr * weight_decay
   float beta1, one_minus_beta1, beta2, one_minus_beta2;
   float sqrt_bias_correction2;
@@ -52,7 +54,7 @@ struct Coefficients {
 template <typename T, bool kAmsgrad>
 TB_INLINE void moments_body(const T* g, T* m, T* v, T* vmax, float* second, int64_t n, const Coefficients& c) {
   for (int64_t i = 0; i < n; ++i) {
-    const float gi = load(g[i]);
+    const float gi = rounded<T>(load(g[i]) * c.grad_scale);
     store(m[i], load(m[i]) * c.beta1 + c.one_minus_beta1 * gi);
     const float vi = rounded<T>(load(v[i]) * c.beta2 + c.one_minus_beta2 * gi * gi);
     store(v[i], vi);
@@ -176,8 +178,9 @@ bool fusable(const std::vector<torch::Tensor>& tensors) {
 
 // A parameter the fused loop does not take (another dtype or device, strided memory): the update as
 // composed tensor ops, in the order torch's AdamW applies them.
-void composed_update(torch::Tensor& p, const torch::Tensor& g, AdamWParamState& state, const AdamWOptions& o,
-                     double bias_correction1, double bias_correction2) {
+void composed_update(torch::Tensor& p, torch::Tensor g, AdamWParamState& state, const AdamWOptions& o,
+                     double bias_correction1, double bias_correction2, double grad_scale) {
+  if (grad_scale != 1.0) g = g * grad_scale;
   if (o.weight_decay() != 0) p.mul_(1 - o.lr() * o.weight_decay());
   const auto [beta1, beta2] = o.betas();
   state.exp_avg().mul_(beta1).add_(g, 1 - beta1);
@@ -194,7 +197,11 @@ void composed_update(torch::Tensor& p, const torch::Tensor& g, AdamWParamState& 
 }  // namespace
 
 torch::Tensor FusedAdamW::step(LossClosure closure) {
+  RECORD_FUNCTION("tb::FusedAdamW::step", std::vector<c10::IValue>());  // named in profiles
+  TORCH_CHECK(fused_ || grad_scale_ == 1.0, "FusedAdamW: a gradient scale needs the fused step");
   if (!fused_) return torch::optim::AdamW::step(std::move(closure));
+  const double grad_scale = grad_scale_;
+  grad_scale_ = 1.0;
   torch::NoGradGuard no_grad;
   torch::Tensor loss;
   if (closure) {
@@ -227,10 +234,11 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
       const double bias_correction2 = 1 - std::pow(beta2, double(state.step()));
       const torch::Tensor vmax = o.amsgrad() ? state.max_exp_avg_sq() : torch::Tensor();
       if (!fusable({p, g, state.exp_avg(), state.exp_avg_sq(), vmax})) {
-        composed_update(p, g, state, o, bias_correction1, bias_correction2);
+        composed_update(p, g, state, o, bias_correction1, bias_correction2, grad_scale);
         continue;
       }
       ParamJob job{p, g, state.exp_avg(), state.exp_avg_sq(), vmax, {}};
+      job.c.grad_scale = float(grad_scale);
       job.c.decay = float(1 - o.lr() * o.weight_decay());
       job.c.beta1 = float(beta1);
       job.c.one_minus_beta1 = float(1 - beta1);

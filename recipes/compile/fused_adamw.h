@@ -23,8 +23,15 @@ class FusedAdamW : public torch::optim::AdamW {
   void set_fused(bool fused) { fused_ = fused; }
   bool fused() const { return fused_; }
 
+  // The next step() reads every gradient multiplied by `scale` in fp32 and rounded to the gradient's
+  // dtype (for fp32 gradients exactly what grad.mul_(scale) leaves; LibTorch 1.13's bf16 mul_ rounds
+  // the scale itself to bf16 first): the recipe's 1/tokens normalisation, folded into the step instead
+  // of a pass of its own. Back to 1 after that step. Only for the fused step.
+  void set_grad_scale(double scale) { grad_scale_ = scale; }
+
  private:
   bool fused_ = true;
+  double grad_scale_ = 1.0;
 };
 
 // `optimizer` itself unless it is a torch AdamW; then a FusedAdamW with its param groups, options

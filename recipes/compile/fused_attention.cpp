@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/torch.h>
+#include <ATen/record_function.h>
 
 #include <algorithm>
 #include <cmath>
@@ -26,34 +27,39 @@ torch::Tensor as_f32(const torch::Tensor& t) { return t.to(torch::kFloat).contig
 
 // ---- rotary ----------------------------------------------------------------------------------------------
 
-// One head's row: pairs (x[2i], x[2i+1]) rotated by the angle with cos c[i], sin sign * s[i].
-TB_MULTIVERSION
-void rotate_row(const float* x, const float* c, const float* s, float* y, int64_t half, float sign) {
+// One head's row: pairs (x[2i], x[2i+1]) rotated by the angle with cos c[i], sin sign * s[i], in fp32.
+template <typename T>
+TB_MULTIVERSION void rotate_row(const T* x, const float* c, const float* s, T* y, int64_t half, float sign) {
   for (int64_t i = 0; i < half; ++i) {
-    const float x0 = x[2 * i], x1 = x[2 * i + 1], si = sign * s[i];
-    y[2 * i] = x0 * c[i] - x1 * si;
-    y[2 * i + 1] = x1 * c[i] + x0 * si;
+    const float x0 = load(x[2 * i]), x1 = load(x[2 * i + 1]), si = sign * s[i];
+    store(y[2 * i], x0 * c[i] - x1 * si);
+    store(y[2 * i + 1], x1 * c[i] + x0 * si);
   }
 }
 
-// x [B, T, H, D] fp32 contiguous rotated by +angle (sign 1) or -angle (sign -1, the backward).
+// x [B, T, H, D] rotated by +angle (sign 1) or -angle (sign -1, the backward); fp32 and bf16 are read
+// and written in place of their own dtype (other dtypes through fp32).
 torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, float sign) {
   const int64_t B = x.size(0), T = x.size(1), H = x.size(2), D = x.size(3), half = D / 2;
+  const auto xr = x.scalar_type() == torch::kBFloat16 ? x.contiguous() : as_f32(x);
   const auto c = as_f32(cos), s = as_f32(sin);
   const bool per_batch = c.dim() == 3;
-  auto y = torch::empty_like(x);
-  const float* xp = x.data_ptr<float>();
+  auto y = torch::empty_like(xr);
   const float* cp = c.data_ptr<float>();
   const float* sp = s.data_ptr<float>();
-  float* yp = y.data_ptr<float>();
-  at::parallel_for(0, B * T, 16, [&](int64_t begin, int64_t end) {
-    for (int64_t bt = begin; bt < end; ++bt) {
-      const int64_t table_row = per_batch ? bt : bt % T;
-      for (int64_t h = 0; h < H; ++h) {
-        const int64_t off = (bt * H + h) * D;
-        rotate_row(xp + off, cp + table_row * half, sp + table_row * half, yp + off, half, sign);
+  with_elements(xr.scalar_type(), [&](auto tag) {
+    using E = decltype(tag);
+    const E* xp = elements<E>(xr);
+    E* yp = elements<E>(y);
+    at::parallel_for(0, B * T, 16, [&](int64_t begin, int64_t end) {
+      for (int64_t bt = begin; bt < end; ++bt) {
+        const int64_t table_row = per_batch ? bt : bt % T;
+        for (int64_t h = 0; h < H; ++h) {
+          const int64_t off = (bt * H + h) * D;
+          rotate_row(xp + off, cp + table_row * half, sp + table_row * half, yp + off, half, sign);
+        }
       }
-    }
+    });
   });
   return y;
 }
@@ -63,14 +69,14 @@ struct RotaryFn : torch::autograd::Function<RotaryFn> {
                                const torch::Tensor& sin) {
     ctx->save_for_backward({cos, sin});
     ctx->saved_data["dtype"] = static_cast<int64_t>(x.scalar_type());
-    return rotate(as_f32(x), cos, sin, 1.0f).to(x.scalar_type());
+    return rotate(x, cos, sin, 1.0f).to(x.scalar_type());
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const auto saved = ctx->get_saved_variables();
     const auto dtype = static_cast<torch::ScalarType>(ctx->saved_data["dtype"].toInt());
     // A rotation's transpose is the rotation by the negative angle.
-    return {rotate(as_f32(grads[0]), saved[0], saved[1], -1.0f).to(dtype), torch::Tensor(), torch::Tensor()};
+    return {rotate(grads[0], saved[0], saved[1], -1.0f).to(dtype), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -266,6 +272,7 @@ struct CausalAttentionFn : torch::autograd::Function<CausalAttentionFn> {
 }  // namespace
 
 torch::Tensor fused_rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  RECORD_FUNCTION("tb::fused_rotary", std::vector<c10::IValue>());  // named in profiles
   TORCH_CHECK(x.dim() == 4 && x.size(3) % 2 == 0, "fused_rotary: x [B, T, H, D] with an even D expected");
   TORCH_CHECK(cos.size(-1) == x.size(3) / 2 && cos.size(-2) == x.size(1), "fused_rotary: cos/sin [T, D/2] expected");
   TORCH_CHECK(cos.dim() == 2 || (cos.dim() == 3 && cos.size(0) == x.size(0)), "fused_rotary: cos/sin [T, D/2] or [B, T, D/2]");
@@ -274,6 +281,7 @@ torch::Tensor fused_rotary(const torch::Tensor& x, const torch::Tensor& cos, con
 
 torch::Tensor fused_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                      int64_t block, GemmBackend backend) {
+  RECORD_FUNCTION("tb::fused_causal_attention", std::vector<c10::IValue>());  // named in profiles
   TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.sizes() == k.sizes(), "fused_causal_attention: q [B, H, T, D], k/v [B, KV, T, D]");
   TORCH_CHECK(k.size(0) == q.size(0) && k.size(2) == q.size(2) && k.size(3) == q.size(3),
               "fused_causal_attention: k/v must match q in batch, length and head size");

@@ -6,6 +6,7 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/torch.h>
+#include <ATen/record_function.h>
 
 #include <c10/util/BFloat16.h>
 
@@ -26,13 +27,6 @@ torch::ScalarType row_dtype(const torch::Tensor& t) {
   return t.scalar_type() == torch::kBFloat16 ? torch::kBFloat16 : torch::kFloat;
 }
 torch::Tensor as_rows(const torch::Tensor& t, torch::ScalarType dtype) { return t.to(dtype).contiguous(); }
-
-// Calls f(T{}) with T the element type of `dtype` (a row_dtype).
-template <typename F>
-void with_elements(torch::ScalarType dtype, F&& f) {
-  if (dtype == torch::kBFloat16) f(bf16_bits{});
-  else f(float{});
-}
 
 // sum(x[i]^2), in 16 independent lanes, so the loop vectorises without reassociation flags.
 template <typename T>
@@ -297,73 +291,93 @@ float exp_in_place(float* x, int64_t n, float shift) {
   return total;
 }
 
-TB_MULTIVERSION
-void scale_in_place(float* x, int64_t n, float factor) {
-  for (int64_t i = 0; i < n; ++i) x[i] *= factor;
+// out[i] = x[i] * factor, stored in T (in place when out aliases x).
+template <typename T>
+TB_MULTIVERSION void scale_into(const float* x, T* out, int64_t n, float factor) {
+  for (int64_t i = 0; i < n; ++i) store(out[i], x[i] * factor);
 }
 
-// One row of logits: returns logsumexp(row) - row[label] and, when `grad`, leaves in the row the loss's
-// gradient softmax(row) - onehot(label). The row is read from L2 three times instead of streaming the
-// chunk through memory once per eager op (logsumexp, gather, sub, exp, mul, scatter).
-float cross_entropy_row(float* row, int64_t vocab, int64_t label, bool grad) {
+// One row of logits: returns logsumexp(row) - row[label] and, when `grad` is given, writes there the
+// loss's gradient softmax(row) - onehot(label), in T (`grad` may alias the row for fp32). The row is
+// read from L2 three times instead of streaming the chunk through memory once per eager op
+// (logsumexp, gather, sub, exp, mul, scatter, and the bf16 copy of the gradient for its products).
+template <typename T>
+float cross_entropy_row(float* row, int64_t vocab, int64_t label, T* grad) {
   const float target = row[label];
   const float m = max_of(row, vocab);
   const float sum = exp_in_place(row, vocab, m);
   if (grad) {
-    scale_in_place(row, vocab, 1.0f / sum);
-    row[label] -= 1.0f;
+    const float inv = 1.0f / sum;
+    const float at_label = row[label] * inv - 1.0f;
+    scale_into(row, grad, vocab, inv);
+    store(grad[label], at_label);
   }
   return m + std::log(sum) - target;
 }
-
 
 struct LinearCrossEntropyFn : torch::autograd::Function<LinearCrossEntropyFn> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hidden, const torch::Tensor& weight,
                                const torch::Tensor& labels, int64_t ignore_index, int64_t chunk_rows,
                                int64_t backend) {
     const auto be = static_cast<GemmBackend>(backend);
-    const int64_t n = hidden.size(0);
+    const int64_t n = hidden.size(0), vocab = weight.size(0);
     const bool grad_h = hidden.requires_grad(), grad_w = weight.requires_grad();
+    const bool grads = grad_h || grad_w;
     const bool reduced = hidden.scalar_type() != torch::kFloat;
     // In reduced precision the softmax and the gradient sums stay fp32, as the eager loss keeps them.
-    // oneDNN multiplies bf16 by bf16 into fp32 sums, so the logits' gradient is rounded to bf16 for its
-    // two products (as eager's bf16 logits gradient is); ATen's products take fp32 copies instead.
+    // oneDNN multiplies bf16 by bf16 into fp32 sums, so the logits' gradient is written in bf16 by the
+    // row kernel for its two products (as eager's bf16 logits gradient is); ATen's products take fp32
+    // copies instead.
     const bool bf16_products = reduced && be == GemmBackend::onednn && onednn_available();
     const auto w32 = reduced && !bf16_products ? weight.to(torch::kFloat) : weight;
-    torch::Tensor dh = grad_h ? torch::empty({n, hidden.size(1)}, hidden.options().dtype(torch::kFloat)) : torch::Tensor();
-    torch::Tensor dw = grad_w ? torch::zeros(weight.sizes(), weight.options().dtype(torch::kFloat)) : torch::Tensor();
-    const int64_t vocab = weight.size(0);
-    const bool grads = grad_h || grad_w;
+    const auto product_dtype = bf16_products ? hidden.scalar_type() : torch::kFloat;
+    // dh: each chunk writes its own rows, so it is written in the products' dtype at once. dW sums
+    // over chunks: in fp32, unless there is one chunk, whose product rounds once, as eager's does.
+    const int64_t chunk = std::min(n, chunk_rows);
+    const bool one_chunk = chunk == n;
+    torch::Tensor dh = grad_h ? torch::empty({n, hidden.size(1)}, hidden.options().dtype(product_dtype)) : torch::Tensor();
+    torch::Tensor dw;
+    if (grad_w) dw = one_chunk ? torch::empty(weight.sizes(), weight.options().dtype(product_dtype))
+                               : torch::zeros(weight.sizes(), weight.options().dtype(torch::kFloat));
     const auto label_values = labels.to(torch::kLong).contiguous();
     const int64_t* lbl = label_values.data_ptr<int64_t>();
     for (int64_t r = 0; r < n; ++r)
       TORCH_CHECK(lbl[r] == ignore_index || (lbl[r] >= 0 && lbl[r] < vocab), "fused_linear_cross_entropy: label ",
                   lbl[r], " of row ", r, " is outside the vocabulary [0, ", vocab, ")");
     std::vector<float> row_loss(n);
-    for (int64_t s = 0; s < n; s += chunk_rows) {
-      const int64_t e = std::min(n, s + chunk_rows);
+    // The chunk's logits (the only ones alive) and, for bf16 products, its gradient in bf16.
+    auto logits = torch::empty({chunk, vocab}, hidden.options().dtype(torch::kFloat));
+    auto logits_grad = bf16_products && grads ? torch::empty({chunk, vocab}, hidden.options()) : logits;
+    for (int64_t s = 0; s < n; s += chunk) {
+      const int64_t e = std::min(n, s + chunk);
       const auto h = hidden.slice(0, s, e);
-      auto p = gemm(h, weight.t(), torch::kFloat, be);  // [rows, V] logits, the only ones alive
-      // Row by row: the loss term, and d loss / d logits = softmax - onehot(label) in place (zero on
-      // ignored rows).
+      const auto p = logits.narrow(0, 0, e - s);
+      const auto pg = logits_grad.narrow(0, 0, e - s);
+      gemm_into(p, h, weight.t(), false, be);
+      // Row by row: the loss term, and d loss / d logits = softmax - onehot(label) (zero on ignored rows).
       float* rows = p.data_ptr<float>();
-      at::parallel_for(0, e - s, 8, [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-          float* row = rows + r * vocab;
-          const int64_t label = lbl[s + r];
-          if (label == ignore_index) {
-            if (grads) std::fill(row, row + vocab, 0.f);
-            row_loss[s + r] = 0.f;
-          } else {
-            row_loss[s + r] = cross_entropy_row(row, vocab, label, grads);
+      const auto run_rows = [&](auto tag) {
+        using T = decltype(tag);
+        T* grad_rows = grads ? elements<T>(pg) : nullptr;
+        at::parallel_for(0, e - s, 8, [&](int64_t begin, int64_t end) {
+          for (int64_t r = begin; r < end; ++r) {
+            float* row = rows + r * vocab;
+            T* grad = grad_rows ? grad_rows + r * vocab : nullptr;
+            const int64_t label = lbl[s + r];
+            if (label == ignore_index) {
+              if (grad) std::fill(grad, grad + vocab, T{});
+              row_loss[s + r] = 0.f;
+            } else {
+              row_loss[s + r] = cross_entropy_row(row, vocab, label, grad);
+            }
           }
-        }
-      });
+        });
+      };
+      with_elements(pg.scalar_type(), run_rows);
       if (!grads) continue;
-      const auto pg = bf16_products ? p.to(hidden.scalar_type()) : p;
       const auto hg = reduced && !bf16_products ? h.to(torch::kFloat) : h;
       if (grad_h) gemm_into(dh.slice(0, s, e), pg, w32, false, be);
-      if (grad_w) gemm_into(dw, pg.t(), hg, true, be);
+      if (grad_w) gemm_into(dw, pg.t(), hg, /*accumulate=*/!one_chunk, be);
     }
     double total = 0;  // summed in row order, whatever the thread split
     for (float l : row_loss) total += l;
@@ -373,13 +387,26 @@ struct LinearCrossEntropyFn : torch::autograd::Function<LinearCrossEntropyFn> {
     return torch::scalar_tensor(total, torch::kFloat);
   }
 
+  // The gradients were computed in forward; backward scales them by the incoming gradient (a plain
+  // loss.backward() gives 1: nothing to scale) and hands them over (the context lets go of them, so
+  // the parameter's gradient takes dW without a copy).
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    TORCH_CHECK(ctx->saved_data.count("handed_over") == 0, "fused_linear_cross_entropy: backward runs once");
+    ctx->saved_data["handed_over"] = true;
     const auto g = grads[0];
     const auto dtype = static_cast<torch::ScalarType>(ctx->saved_data["h_dtype"].toInt());
-    const auto dh = ctx->saved_data["dh"].toTensor();
-    const auto dw = ctx->saved_data["dw"].toTensor();
-    return {dh.defined() ? (dh * g).to(dtype) : torch::Tensor(), dw.defined() ? (dw * g).to(dtype) : torch::Tensor(),
-            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    auto take = [&](const char* key) {
+      auto t = ctx->saved_data[key].toTensor();
+      ctx->saved_data[key] = torch::Tensor();
+      return t;
+    };
+    auto dh = take("dh"), dw = take("dw");
+    const bool unit = g.numel() == 1 && g.item<double>() == 1.0;
+    auto finish = [&](const torch::Tensor& d) {
+      if (!d.defined()) return d;
+      return unit ? d.to(dtype) : (d * g).to(dtype);
+    };
+    return {finish(dh), finish(dw), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -394,21 +421,26 @@ std::string instruction_set() {
 }
 
 torch::Tensor fused_rms_norm(const torch::Tensor& x, const torch::Tensor& scale, double eps) {
+  RECORD_FUNCTION("tb::fused_rms_norm", std::vector<c10::IValue>());  // named in profiles
   return RMSNormFn::apply(x, scale, eps);
 }
 
 std::pair<torch::Tensor, torch::Tensor> fused_add_rms_norm(const torch::Tensor& x, const torch::Tensor& r,
                                                            const torch::Tensor& scale, double eps) {
+  RECORD_FUNCTION("tb::fused_add_rms_norm", std::vector<c10::IValue>());  // named in profiles
   TORCH_CHECK(x.sizes() == r.sizes() && x.scalar_type() == r.scalar_type(), "fused_add_rms_norm: x and r must match");
   auto out = AddRMSNormFn::apply(x, r, scale, eps);
   return {out[0], out[1]};
 }
 
-torch::Tensor fused_swiglu(const torch::Tensor& a, const torch::Tensor& b) { return SwiGLUFn::apply(a, b); }
+torch::Tensor fused_swiglu(const torch::Tensor& a, const torch::Tensor& b) {
+  RECORD_FUNCTION("tb::fused_swiglu", std::vector<c10::IValue>());  // named in profiles
+  return SwiGLUFn::apply(a, b); }
 
 torch::Tensor fused_linear_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight,
                                          const torch::Tensor& labels, int64_t ignore_index, int64_t chunk_rows,
                                          GemmBackend backend) {
+  RECORD_FUNCTION("tb::fused_linear_cross_entropy", std::vector<c10::IValue>());  // named in profiles
   TORCH_CHECK(hidden.dim() == 2 && weight.dim() == 2 && hidden.size(1) == weight.size(1),
               "fused_linear_cross_entropy: hidden [N, D] and weight [V, D] expected");
   TORCH_CHECK(labels.numel() == hidden.size(0), "fused_linear_cross_entropy: one label per row expected");

@@ -2,6 +2,7 @@
 
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/torch.h>
+#include <ATen/record_function.h>
 
 namespace tb::compile {
 namespace {
@@ -61,6 +62,7 @@ struct LoRAUpdateFn : torch::autograd::Function<LoRAUpdateFn> {
 
 torch::Tensor fused_lora_update(const torch::Tensor& base, const torch::Tensor& x, const torch::Tensor& a,
                                 const torch::Tensor& b, double scale, GemmBackend backend) {
+  RECORD_FUNCTION("tb::fused_lora_update", std::vector<c10::IValue>());  // named in profiles
   TORCH_CHECK(a.dim() == 2 && b.dim() == 2 && a.size(0) == b.size(1) && x.size(-1) == a.size(1),
               "fused_lora_update: x [..., in], A [r, in] and B [out, r] expected, got ", x.sizes(), ", ", a.sizes(),
               ", ", b.sizes());

@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/torch.h>
+#include <ATen/record_function.h>
 
 #include <algorithm>
 #include <vector>
@@ -180,6 +181,7 @@ bool fusable_dtype(const torch::Tensor& x) {
 
 torch::Tensor fused_linear_nf4(const torch::Tensor& x, const std::shared_ptr<const quant::NF4Weight>& weight,
                                int64_t tile_elements, GemmBackend backend) {
+  RECORD_FUNCTION("tb::fused_linear_nf4", std::vector<c10::IValue>());  // named in profiles
   TORCH_CHECK(weight && weight->shape.size() == 2, "fused_linear_nf4: a 2-D NF4 weight [out, in] expected");
   TORCH_CHECK(x.dim() >= 1 && x.size(-1) == weight->shape[1], "fused_linear_nf4: input of shape ", x.sizes(),
               " does not match in_features ", weight->shape[1]);

@@ -136,13 +136,21 @@ RunResult SingleDeviceRecipe::train() {
       running_tokens += tokens;
       if ((batch_index + 1) % grad_accum_ != 0) continue;
 
-      // Gradients are sums over tokens: normalise once by the tokens of the whole step.
+      // Gradients are sums over tokens: normalise once by the tokens of the whole step (the fused
+      // AdamW reads them scaled, unless clipping needs them scaled first).
       const double scale = 1.0 / double(std::max<int64_t>(1, running_tokens));
-      for (auto& p : params_)
-        if (p.grad().defined()) p.grad().mul_(scale);
+      auto* fused_adamw = dynamic_cast<compile::FusedAdamW*>(optimizer_.get());
+      if (fused_adamw && fused_adamw->fused() && clip_grad_norm_ <= 0) {
+        fused_adamw->set_grad_scale(scale);
+      } else {
+        for (auto& p : params_)
+          if (p.grad().defined()) p.grad().mul_(scale);
+      }
       if (clip_grad_norm_ > 0) torch::nn::utils::clip_grad_norm_(params_, clip_grad_norm_);
       optimizer_->step();
-      optimizer_->zero_grad();
+      // Dropped, not zeroed (PyTorch 2's zero_grad default): the next backward hands its gradients
+      // over instead of adding them to zeros, a pass fewer over every gradient, eager or compiled.
+      for (auto& p : params_) p.mutable_grad() = torch::Tensor();
       ++global_step_;
       const double lr = current_lr(*optimizer_);
       apply_schedule();

@@ -390,6 +390,35 @@ class TestCli : public QObject {
     QVERIFY2(f.value("peak_memory_gib").toDouble() >= f.value("floor_gib").toDouble(), qPrintable(lines.last()));
   }
 
+  // --profile: one more step (not in the figures) under LibTorch's profiler, its Chrome trace written;
+  // a compiled step's trace names the fused kernels.
+  void benchStepWritesAProfileOfOneMoreStep() {
+    if (!tb::find_recipe("full_finetune_single_device")) QSKIP("full_finetune_single_device is not built in yet");
+    QTemporaryDir dir;
+    const QString trace = dir.filePath("step.json");
+    Result r = run({"bench", "step", "--config", fixture("tiny_random_full.yaml"), "--steps", "2", "--warmup", "1",
+                    "--profile", trace, "compile=true", "dataset.num_samples=8",
+                    "tokenizer.path=" + QString(TB_SOURCE_DIR) + "/resources/tokenizer/tokenizer.model"});
+    QVERIFY2(r.code == 0, qPrintable(r.err + r.out));  // 4 steps of batch 2 in 8 samples: enough
+    const QJsonObject f = QJsonDocument::fromJson(r.out.trimmed().split('\n').last().toUtf8()).object();
+    QCOMPARE(f.value("steps").toInt(), 2);
+    QCOMPARE(f.value("profile").toString(), trace);
+    QFile file(trace);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QJsonDocument doc = QJsonDocument::fromJson(file.readAll());
+    const QJsonArray events = doc.isArray() ? doc.array() : doc.object().value("traceEvents").toArray();
+    QSet<QString> names;
+    for (const auto& e : events) names.insert(e.toObject().value("name").toString());
+    QVERIFY2(names.contains("tb::fused_linear_cross_entropy"), qPrintable(QStringList(names.values()).join(", ")));
+    QVERIFY(names.contains("tb::fused_causal_attention"));
+    QVERIFY(names.contains("tb::FusedAdamW::step"));
+    // The profiled step needs a batch too: 8 samples hold 4 steps of 2, not 4 measured + 1 profiled.
+    Result short_run = run({"bench", "step", "--config", fixture("tiny_random_full.yaml"), "--steps", "4", "--warmup",
+                            "0", "--profile", trace, "dataset.num_samples=8",
+                            "tokenizer.path=" + QString(TB_SOURCE_DIR) + "/resources/tokenizer/tokenizer.model"});
+    expectOneLineError(short_run, "the run ended after 4 of 5 steps");
+  }
+
   // Ctrl-C during a bench stops it after the current step: exit 1 with a one-line reason, no hang.
   void benchStepStopsOnSigint() {
     if (!tb::find_recipe("full_finetune_single_device")) QSKIP("full_finetune_single_device is not built in yet");

@@ -182,15 +182,19 @@ class TestCompile : public QObject {
     QTest::addColumn<int>("chunk");
     QTest::addColumn<bool>("frozen_weight");
     QTest::addColumn<bool>("bf16");
-    QTest::newRow("chunks of 8 (37 rows)") << 8 << false << false;
-    QTest::newRow("one chunk") << 1000 << false << false;
-    QTest::newRow("frozen weight") << 5 << true << false;
-    QTest::newRow("bf16") << 16 << false << true;
+    QTest::addColumn<double>("loss_scale");  // the gradient that reaches the loss; 1: a plain backward()
+    QTest::newRow("chunks of 8 (37 rows)") << 8 << false << false << 2.5;
+    QTest::newRow("one chunk") << 1000 << false << false << 2.5;
+    QTest::newRow("one chunk, plain backward") << 1000 << false << false << 1.0;
+    QTest::newRow("frozen weight") << 5 << true << false << 2.5;
+    QTest::newRow("bf16") << 16 << false << true << 2.5;
+    QTest::newRow("bf16 one chunk, plain backward") << 1000 << false << true << 1.0;
   }
   void linearCrossEntropyMatchesEager() {
     QFETCH(int, chunk);
     QFETCH(bool, frozen_weight);
     QFETCH(bool, bf16);
+    QFETCH(double, loss_scale);
     torch::manual_seed(3);
     const auto dtype = bf16 ? torch::kBFloat16 : torch::kFloat;
     const int64_t n = 37, d = 19, v = 53;
@@ -200,14 +204,14 @@ class TestCompile : public QObject {
     labels.index_put_({torch::tensor({0, 5, 36}, torch::kLong)}, -100);  // masked rows
 
     auto eager = tb::training::cross_entropy_sum(torch::mm(h, w.t()), labels, -100);
-    (eager * 2.5).backward();
+    (eager * loss_scale).backward();
     const auto dh = h.grad().clone();
     const auto dw = frozen_weight ? torch::Tensor() : w.grad().clone();
     for (auto backend : {tb::compile::GemmBackend::aten, tb::compile::GemmBackend::onednn}) {
       h.mutable_grad() = torch::Tensor();
       if (!frozen_weight) w.mutable_grad() = torch::Tensor();
       auto fused = tb::compile::fused_linear_cross_entropy(h, w, labels, -100, chunk, backend);
-      (fused * 2.5).backward();
+      loss_scale == 1.0 ? fused.backward() : (fused * loss_scale).backward();
 
       const double tol = bf16 ? 2e-2 : 1e-5;
       const auto be = tb::compile::gemm_backend_name(backend) + ": ";
@@ -215,6 +219,8 @@ class TestCompile : public QObject {
                (be + std::to_string(fused.item<double>()) + " vs " + std::to_string(eager.item<double>())).c_str());
       QVERIFY2(rel_err(h.grad(), dh) < tol, (be + std::to_string(rel_err(h.grad(), dh))).c_str());
       QCOMPARE(h.grad().scalar_type(), dtype);
+      if (frozen_weight) QVERIFY(!w.grad().defined());
+      else QCOMPARE(w.grad().scalar_type(), dtype);
       if (frozen_weight) QVERIFY(!w.grad().defined());
       else QVERIFY2(rel_err(w.grad(), dw) < tol, (be + std::to_string(rel_err(w.grad(), dw))).c_str());
       // Ignored rows get no gradient.

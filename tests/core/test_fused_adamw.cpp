@@ -220,6 +220,41 @@ class TestFusedAdamW : public QObject {
     }
   }
 
+  // set_grad_scale(s) then step() is a step on the gradients multiplied by s in fp32 and rounded to
+  // their dtype (in fp32: grad.mul_(s)), bit for bit, and lasts one step.
+  void gradScaleIsTheScaledGradient_data() {
+    QTest::addColumn<bool>("bf16");
+    QTest::newRow("fp32") << false;
+    QTest::newRow("bf16") << true;
+  }
+  void gradScaleIsTheScaledGradient() {
+    QFETCH(bool, bf16);
+    const auto options = AdamWOptions(1e-2).weight_decay(0.1);
+    auto scaled_params = make_params(bf16 ? torch::kBFloat16 : torch::kFloat);
+    auto params = clone_params(scaled_params);
+    auto by_mul = make_optimizer<tb::compile::FusedAdamW>(scaled_params, options);
+    auto by_scale = make_optimizer<tb::compile::FusedAdamW>(params, options);
+    const double scale = 1.0 / 777;  // no power of two: the product rounds
+    for (int step = 0; step < 3; ++step) {
+      for (size_t i = 0; i < params.size(); ++i) {
+        if (i == kNoGrad) continue;
+        torch::manual_seed(1000 * step + int64_t(i));
+        const auto g = (torch::randn(params[i].sizes()) * 3.0).to(params[i].scalar_type());
+        scaled_params[i].mutable_grad() = (g.to(torch::kFloat) * float(step < 2 ? scale : 1.0)).to(g.scalar_type());
+        params[i].mutable_grad() = g.clone();
+      }
+      by_mul->step();
+      if (step < 2) by_scale->set_grad_scale(scale);  // the third step runs unscaled: the scale lasted one step
+      by_scale->step();
+      for (size_t i = 0; i < params.size(); ++i)
+        QVERIFY2(torch::equal(params[i], scaled_params[i]), (std::to_string(step) + ": " + std::to_string(i)).c_str());
+    }
+    // A scale is for the fused step only.
+    by_scale->set_fused(false);
+    by_scale->set_grad_scale(0.5);
+    QVERIFY_THROWS_EXCEPTION(c10::Error, by_scale->step());
+  }
+
   // Switched off (a compiled run that fell back to eager), the step is torch's own, bit for bit.
   void unfusedIsTorchBitForBit() {
     const auto options = AdamWOptions(1e-2).weight_decay(0.1).amsgrad(true);
