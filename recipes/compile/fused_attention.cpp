@@ -128,144 +128,247 @@ void scale_row(float* x, int64_t n, float factor) {
 }
 
 // Keys a query row of a tile may see: the tile's query rows start `offset` = i0 - j0 keys after its
-// first key, so row r sees keys 0..r + offset of the tile.
-int64_t visible_keys(int64_t r, int64_t offset, int64_t nk) { return std::min(nk, r + offset + 1); }
+// first key, so row r sees keys 0..r + offset of the tile (none when that is negative).
+int64_t visible_keys(int64_t r, int64_t offset, int64_t nk) { return std::clamp<int64_t>(r + offset + 1, 0, nk); }
+
+// out[i] = x[i] stored in E (the bf16 copy of a probability or score-gradient row for its products).
+template <typename E>
+TB_MULTIVERSION void store_row(const float* x, E* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) store(out[i], x[i]);
+}
+
+// sum(a[i] * b[i]) in fp32, 16 lanes.
+template <typename E>
+TB_MULTIVERSION float dot_row(const E* a, const E* b, int64_t n) {
+  float lanes[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) lanes[j] += load(a[i + j]) * load(b[i + j]);
+  float total = 0.f;
+  for (; i < n; ++i) total += load(a[i]) * load(b[i]);
+  for (float l : lanes) total += l;
+  return total;
+}
 
 // ---- causal attention ------------------------------------------------------------------------------------
 
-// A [n, D] view of rows start.. of head h of batch b; t4 is [B, heads, T, D] with a unit last stride.
-torch::Tensor head_rows(const torch::Tensor& t4, int64_t b, int64_t h, int64_t start, int64_t n) {
-  return t4.select(0, b).select(0, h).narrow(0, start, n);
+// Keys per score tile: a whole row of the training lengths (T <= 512) in one product, so the online
+// softmax rarely rescales and each query tile makes two products forward; a [128, 512] fp32 tile of
+// scores and one of their gradients stay within a core's L2.
+constexpr int64_t kKeyTile = 512;
+
+// A [B, heads, T, D] tensor with a unit last stride, as the tile products address it.
+struct Heads {
+  char* data;
+  int64_t batch_stride, head_stride, row_stride, D;
+  torch::ScalarType dtype;
+  // Rows start..start + n of head h of batch b: an [n, D] matrix.
+  MatrixView rows(int64_t b, int64_t h, int64_t start, int64_t n) const {
+    const int64_t offset = b * batch_stride + h * head_stride + start * row_stride;
+    return {data + offset * int64_t(c10::elementSize(dtype)), n, D, row_stride, 1, dtype};
+  }
+};
+
+Heads heads_of(const torch::Tensor& t4) {
+  TORCH_CHECK(t4.dim() == 4 && t4.stride(3) == 1, "fused_causal_attention: [B, heads, T, D] with a unit last stride");
+  return {static_cast<char*>(t4.data_ptr()), t4.stride(0), t4.stride(1), t4.stride(2), t4.size(3), t4.scalar_type()};
 }
 
-torch::Tensor widened(const torch::Tensor& t) {
-  auto f = t.detach().to(torch::kFloat);
-  return f.stride(-1) == 1 ? f : f.contiguous();
+MatrixView buffer_view(void* data, int64_t rows, int64_t cols, torch::ScalarType dtype) {
+  return {data, rows, cols, cols, 1, dtype};
+}
+
+// The tile products read q, k, v (and dO) in their own dtype E: fp32, or bf16 with oneDNN (bf16 products
+// summed in fp32, the probabilities and score gradients rounded to bf16 for theirs, as eager's bf16
+// softmax output is). Softmax bookkeeping and every accumulator are fp32.
+template <typename E>
+constexpr torch::ScalarType dtype_of() {
+  return std::is_same_v<E, float> ? torch::kFloat : torch::kBFloat16;
+}
+
+struct AttentionShape {
+  int64_t B, H, KV, T, D, block;
+  int64_t groups() const { return H / KV; }
+  int64_t blocks() const { return (T + block - 1) / block; }
+  int64_t key_tile() const { return std::max(block, kKeyTile); }
+  float scale() const { return 1.0f / std::sqrt(static_cast<float>(D)); }
+};
+
+// out [B, T, H, D] in E and lse [B, H, T] (fp32) from q [B, H, T, D], k/v [B, KV, T, D].
+template <typename E>
+void attention_forward(const Heads& q, const Heads& k, const Heads& v, E* out, float* lse, const AttentionShape& a,
+                       GemmBackend be) {
+  const int64_t G = a.groups(), blocks = a.blocks(), block = a.block, kt = a.key_tile(), D = a.D;
+  const float scale = a.scale();
+  constexpr bool kReduced = !std::is_same_v<E, float>;
+  at::parallel_for(0, a.B * a.H * blocks, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> scores(block * kt), acc(block * D), m(block), l(block);
+    std::vector<E> probs(kReduced ? block * kt : 0);
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t b = task / (a.H * blocks), h = task / blocks % a.H, i0 = task % blocks * block;
+      const int64_t nq = std::min(block, a.T - i0), visible_end = i0 + nq;
+      std::fill(acc.begin(), acc.end(), 0.f);
+      std::fill(m.begin(), m.end(), kNegInf);
+      std::fill(l.begin(), l.end(), 0.f);
+      const MatrixView o = buffer_view(acc.data(), nq, D, torch::kFloat);
+      // Key tiles up to the causal diagonal; keys past the tile's last query are seen by none.
+      for (int64_t j0 = 0; j0 < visible_end; j0 += kt) {
+        const int64_t nk = std::min(kt, visible_end - j0);
+        const MatrixView s = buffer_view(scores.data(), nq, nk, torch::kFloat);
+        gemm_into(s, q.rows(b, h, i0, nq), k.rows(b, h / G, j0, nk).t(), false, be);
+        for (int64_t r = 0; r < nq; ++r) {
+          float* row = scores.data() + r * nk;
+          const int64_t seen = visible_keys(r, i0 - j0, nk);
+          if (seen > 0) {
+            const float m_new = std::max(m[r], row_max(row, seen) * scale);  // scale > 0
+            const float alpha = m[r] == kNegInf ? 0.f : std::exp(m[r] - m_new);
+            l[r] = l[r] * alpha + exp_and_sum(row, seen, scale, m_new);
+            m[r] = m_new;
+            scale_row(acc.data() + r * D, D, alpha);
+          }
+          std::fill(row + seen, row + nk, 0.f);
+          if constexpr (kReduced) store_row(row, probs.data() + r * nk, nk);
+        }
+        const MatrixView p = kReduced ? buffer_view(probs.data(), nq, nk, dtype_of<E>()) : s;
+        gemm_into(o, p, v.rows(b, h / G, j0, nk), true, be);
+      }
+      for (int64_t r = 0; r < nq; ++r) {
+        const float* src = acc.data() + r * D;
+        E* dst = out + ((b * a.T + i0 + r) * a.H + h) * D;
+        const float inv = 1.0f / l[r];
+        for (int64_t d = 0; d < D; ++d) store(dst[d], src[d] * inv);
+        lse[(b * a.H + h) * a.T + i0 + r] = m[r] + std::log(l[r]);
+      }
+    }
+  });
+}
+
+// dq [B, T, H, D] (fp32, summed over key tiles), dk and dv [B, T, KV, D] (in E) from dO [B, H, T, D]
+// (a view of [B, T, H, D]), the forward's lse and row_dot = rowsum(dO * O) [B, T, H].
+template <typename E>
+void attention_backward(const Heads& q, const Heads& k, const Heads& v, const Heads& dout, const float* lse,
+                        const float* row_dot, float* dq, E* dk, E* dv, const AttentionShape& a, GemmBackend be) {
+  const int64_t G = a.groups(), block = a.block, kt = a.key_tile(), D = a.D, T = a.T, H = a.H;
+  const float scale = a.scale();
+  constexpr bool kReduced = !std::is_same_v<E, float>;
+  // One task per (batch, kv head): it alone writes that kv head's dk/dv and its q heads' dq.
+  at::parallel_for(0, a.B * a.KV, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> probs(block * kt), dprobs(block * kt), dk_acc(kt * D), dv_acc(kt * D);
+    std::vector<E> probs_e(kReduced ? block * kt : 0), dprobs_e(kReduced ? block * kt : 0);
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t b = task / a.KV, kvh = task % a.KV;
+      for (int64_t j0 = 0; j0 < T; j0 += kt) {
+        const int64_t nk = std::min(kt, T - j0);
+        std::fill(dk_acc.begin(), dk_acc.begin() + nk * D, 0.f);
+        std::fill(dv_acc.begin(), dv_acc.begin() + nk * D, 0.f);
+        for (int64_t h = kvh * G; h < (kvh + 1) * G; ++h) {
+          // Query tiles from the one holding key j0 down; those above see none of these keys.
+          for (int64_t i0 = j0 / block * block; i0 < T; i0 += block) {
+            const int64_t nq = std::min(block, T - i0);
+            const int64_t nkv = std::min(nk, i0 + nq - j0);  // keys of the tile its last query sees
+            const MatrixView qt = q.rows(b, h, i0, nq), dot = dout.rows(b, h, i0, nq);
+            const MatrixView kt_rows = k.rows(b, kvh, j0, nkv), vt_rows = v.rows(b, kvh, j0, nkv);
+            const MatrixView p = buffer_view(probs.data(), nq, nkv, torch::kFloat);
+            const MatrixView dp = buffer_view(dprobs.data(), nq, nkv, torch::kFloat);
+            gemm_into(p, qt, kt_rows.t(), false, be);
+            gemm_into(dp, dot, vt_rows.t(), false, be);
+            for (int64_t r = 0; r < nq; ++r) {
+              float* prow = probs.data() + r * nkv;
+              float* dprow = dprobs.data() + r * nkv;
+              const int64_t t = i0 + r, seen = visible_keys(r, i0 - j0, nkv);
+              exp_and_sum(prow, seen, scale, lse[(b * H + h) * T + t]);
+              std::fill(prow + seen, prow + nkv, 0.f);
+              softmax_backward_row(prow, dprow, nkv, row_dot[(b * T + t) * H + h], scale);
+              if constexpr (kReduced) {
+                store_row(prow, probs_e.data() + r * nkv, nkv);
+                store_row(dprow, dprobs_e.data() + r * nkv, nkv);
+              }
+            }
+            const MatrixView pe = kReduced ? buffer_view(probs_e.data(), nq, nkv, dtype_of<E>()) : p;
+            const MatrixView ds = kReduced ? buffer_view(dprobs_e.data(), nq, nkv, dtype_of<E>()) : dp;
+            gemm_into(buffer_view(dv_acc.data(), nkv, D, torch::kFloat), pe.t(), dot, true, be);
+            gemm_into(MatrixView{dq + ((b * T + i0) * H + h) * D, nq, D, H * D, 1, torch::kFloat}, ds, kt_rows, true, be);
+            gemm_into(buffer_view(dk_acc.data(), nkv, D, torch::kFloat), ds.t(), qt, true, be);
+          }
+        }
+        for (int64_t r = 0; r < nk; ++r) {
+          E* dk_row = dk + ((b * T + j0 + r) * a.KV + kvh) * D;
+          E* dv_row = dv + ((b * T + j0 + r) * a.KV + kvh) * D;
+          for (int64_t d = 0; d < D; ++d) {
+            store(dk_row[d], dk_acc[r * D + d]);
+            store(dv_row[d], dv_acc[r * D + d]);
+          }
+        }
+      }
+    }
+  });
+}
+
+// Whether the tile products read this dtype as it is (fp32 always, bf16 through oneDNN); otherwise the
+// kernel runs on fp32 copies.
+bool reads_in_place(torch::ScalarType dtype, GemmBackend be) {
+  return dtype == torch::kFloat || (dtype == torch::kBFloat16 && be == GemmBackend::onednn && onednn_available());
+}
+
+// q, k or v as the kernel reads it: in its dtype or widened to fp32, with a unit last stride.
+torch::Tensor operand(const torch::Tensor& t, bool in_place) {
+  auto e = in_place ? t.detach() : t.detach().to(torch::kFloat);
+  return e.stride(-1) == 1 ? e : e.contiguous();
 }
 
 struct CausalAttentionFn : torch::autograd::Function<CausalAttentionFn> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v, int64_t block_rows, int64_t backend) {
     const auto be = static_cast<GemmBackend>(backend);
-    const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3), KV = k.size(1), G = H / KV;
-    const int64_t block = std::max<int64_t>(1, std::min(block_rows, T));
-    const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-    const auto qf = widened(q), kf = widened(k), vf = widened(v);
-    auto out = torch::empty({B, T, H, D}, qf.options());  // [B, T, H, D]: rows of the output projection
-    auto lse = torch::empty({B, H, T}, qf.options());
-    const int64_t blocks = (T + block - 1) / block;
-    float* outp = out.data_ptr<float>();
-    float* lsep = lse.data_ptr<float>();
-    at::parallel_for(0, B * H * blocks, 1, [&](int64_t begin, int64_t end) {
-      auto scores = torch::empty({block * block}, qf.options());
-      auto acc = torch::empty({block, D}, qf.options());
-      std::vector<float> m(block), l(block);
-      for (int64_t task = begin; task < end; ++task) {
-        const int64_t b = task / (H * blocks), h = task / blocks % H, i0 = task % blocks * block;
-        const int64_t nq = std::min(block, T - i0);
-        const auto qt = head_rows(qf, b, h, i0, nq);
-        auto o = acc.narrow(0, 0, nq);
-        o.zero_();
-        std::fill(m.begin(), m.end(), kNegInf);
-        std::fill(l.begin(), l.end(), 0.f);
-        float* op = o.data_ptr<float>();
-        // Key blocks up to the diagonal one; those above it see no key of this query block.
-        for (int64_t j0 = 0; j0 < i0 + nq; j0 += block) {
-          const int64_t nk = std::min(block, T - j0);
-          auto s = scores.narrow(0, 0, nq * nk).view({nq, nk});
-          gemm_into(s, qt, head_rows(kf, b, h / G, j0, nk).t(), false, be);
-          float* sp = s.data_ptr<float>();
-          for (int64_t r = 0; r < nq; ++r) {
-            float* row = sp + r * nk;
-            const int64_t seen = visible_keys(r, i0 - j0, nk);
-            const float m_new = std::max(m[r], row_max(row, seen) * scale);  // scale > 0
-            const float alpha = m[r] == kNegInf ? 0.f : std::exp(m[r] - m_new);
-            l[r] = l[r] * alpha + exp_and_sum(row, seen, scale, m_new);
-            std::fill(row + seen, row + nk, 0.f);
-            m[r] = m_new;
-            scale_row(op + r * D, D, alpha);
-          }
-          gemm_into(o, s, head_rows(vf, b, h / G, j0, nk), true, be);
-        }
-        for (int64_t r = 0; r < nq; ++r) {
-          const float* src = op + r * D;
-          float* dst = outp + ((b * T + i0 + r) * H + h) * D;
-          const float inv = 1.0f / l[r];
-          for (int64_t d = 0; d < D; ++d) dst[d] = src[d] * inv;
-          lsep[(b * H + h) * T + i0 + r] = m[r] + std::log(l[r]);
-        }
-      }
+    const AttentionShape a{q.size(0), q.size(1), k.size(1), q.size(2), q.size(3),
+                           std::max<int64_t>(1, std::min(block_rows, q.size(2)))};
+    const bool in_place = reads_in_place(q.scalar_type(), be);
+    const auto qe = operand(q, in_place), ke = operand(k, in_place), ve = operand(v, in_place);
+    // [B, T, H, D]: rows of the output projection.
+    auto out = torch::empty({a.B, a.T, a.H, a.D}, qe.options());
+    auto lse = torch::empty({a.B, a.H, a.T}, q.options().dtype(torch::kFloat));
+    with_elements(qe.scalar_type(), [&](auto tag) {
+      using E = decltype(tag);
+      attention_forward<E>(heads_of(qe), heads_of(ke), heads_of(ve), elements<E>(out), lse.data_ptr<float>(), a, be);
     });
     const auto result = out.to(q.scalar_type());
     ctx->save_for_backward({q, k, v, result, lse});
-    ctx->saved_data["block"] = block;
+    ctx->saved_data["block"] = a.block;
     ctx->saved_data["backend"] = backend;
     return result;
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const auto qf = widened(saved[0]), kf = widened(saved[1]), vf = widened(saved[2]);
-    const auto of = as_f32(saved[3]), lse = saved[4].contiguous();
-    const int64_t block = ctx->saved_data["block"].toInt();
+    const auto& q = saved[0];
     const auto be = static_cast<GemmBackend>(ctx->saved_data["backend"].toInt());
-    const int64_t B = qf.size(0), H = qf.size(1), T = qf.size(2), D = qf.size(3), KV = kf.size(1), G = H / KV;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-    const auto dout = as_f32(grads[0]);                           // [B, T, H, D]
-    const auto row_dot = (dout * of).sum(-1).contiguous();        // [B, T, H]: rowsum(dO * O)
-    const auto dout4 = dout.transpose(1, 2);                      // [B, H, T, D] view
+    const AttentionShape a{q.size(0), q.size(1), saved[1].size(1), q.size(2), q.size(3), ctx->saved_data["block"].toInt()};
+    const bool in_place = reads_in_place(q.scalar_type(), be);
+    auto read = [&](const torch::Tensor& t) { return operand(t, in_place).contiguous(); };
+    const auto qe = operand(q, in_place), ke = operand(saved[1], in_place), ve = operand(saved[2], in_place);
+    const auto oe = read(saved[3]), dout = read(grads[0]);  // [B, T, H, D]
+    const auto lse = saved[4].contiguous();
+    const auto dtype = qe.scalar_type();
+    auto row_dot = torch::empty({a.B, a.T, a.H}, lse.options());  // rowsum(dO * O)
     // Gradients in the [B, T, heads, D] layout of the projections they flow back to.
-    auto dq = torch::zeros({B, T, H, D}, qf.options());
-    auto dk = torch::zeros({B, T, KV, D}, qf.options());
-    auto dv = torch::zeros({B, T, KV, D}, qf.options());
-    const auto dq4 = dq.transpose(1, 2), dk4 = dk.transpose(1, 2), dv4 = dv.transpose(1, 2);
-    const float* lsep = lse.data_ptr<float>();
-    const float* dotp = row_dot.data_ptr<float>();
-    // One task per (batch, kv head): it alone writes that kv head's dk/dv and its q heads' dq.
-    at::parallel_for(0, B * KV, 1, [&](int64_t begin, int64_t end) {
-      auto probs = torch::empty({block * block}, qf.options());
-      auto dprobs = torch::empty({block * block}, qf.options());
-      auto dk_acc = torch::empty({block, D}, qf.options());
-      auto dv_acc = torch::empty({block, D}, qf.options());
-      for (int64_t task = begin; task < end; ++task) {
-        const int64_t b = task / KV, kvh = task % KV;
-        for (int64_t j0 = 0; j0 < T; j0 += block) {
-          const int64_t nk = std::min(block, T - j0);
-          const auto kt = head_rows(kf, b, kvh, j0, nk), vt = head_rows(vf, b, kvh, j0, nk);
-          auto dkt = dk_acc.narrow(0, 0, nk), dvt = dv_acc.narrow(0, 0, nk);
-          dkt.zero_();
-          dvt.zero_();
-          for (int64_t h = kvh * G; h < (kvh + 1) * G; ++h) {
-            // Query blocks from the diagonal one down; those above see none of these keys.
-            for (int64_t i0 = j0; i0 < T; i0 += block) {
-              const int64_t nq = std::min(block, T - i0);
-              const auto qt = head_rows(qf, b, h, i0, nq), dot = head_rows(dout4, b, h, i0, nq);
-              auto p = probs.narrow(0, 0, nq * nk).view({nq, nk});
-              auto dp = dprobs.narrow(0, 0, nq * nk).view({nq, nk});
-              gemm_into(p, qt, kt.t(), false, be);
-              gemm_into(dp, dot, vt.t(), false, be);
-              float* pp = p.data_ptr<float>();
-              float* dpp = dp.data_ptr<float>();
-              for (int64_t r = 0; r < nq; ++r) {
-                const int64_t seen = visible_keys(r, i0 - j0, nk);
-                const int64_t t = i0 + r;
-                exp_and_sum(pp + r * nk, seen, scale, lsep[(b * H + h) * T + t]);
-                std::fill(pp + r * nk + seen, pp + (r + 1) * nk, 0.f);
-                softmax_backward_row(pp + r * nk, dpp + r * nk, nk, dotp[(b * T + t) * H + h], scale);
-              }
-              gemm_into(dvt, p.t(), dot, true, be);
-              auto dqt = head_rows(dq4, b, h, i0, nq);
-              gemm_into(dqt, dp, kt, true, be);
-              gemm_into(dkt, dp.t(), qt, true, be);
-            }
-          }
-          head_rows(dk4, b, kvh, j0, nk).copy_(dkt);
-          head_rows(dv4, b, kvh, j0, nk).copy_(dvt);
-        }
-      }
+    auto dq = torch::zeros({a.B, a.T, a.H, a.D}, lse.options());
+    auto dk = torch::empty({a.B, a.T, a.KV, a.D}, qe.options());
+    auto dv = torch::empty({a.B, a.T, a.KV, a.D}, qe.options());
+    with_elements(dtype, [&](auto tag) {
+      using E = decltype(tag);
+      const E* dop = elements<E>(dout);
+      const E* op = elements<E>(oe);
+      float* dotp = row_dot.data_ptr<float>();
+      at::parallel_for(0, row_dot.numel(), 256, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) dotp[i] = dot_row(dop + i * a.D, op + i * a.D, a.D);
+      });
+      attention_backward<E>(heads_of(qe), heads_of(ke), heads_of(ve), heads_of(dout.transpose(1, 2)),
+                            lse.data_ptr<float>(), dotp, dq.data_ptr<float>(), elements<E>(dk), elements<E>(dv), a,
+                            be);
     });
-    const auto dtype = saved[0].scalar_type();
-    return {dq4.to(dtype), dk4.to(dtype), dv4.to(dtype), torch::Tensor(), torch::Tensor()};
+    const auto out_dtype = q.scalar_type();
+    return {dq.transpose(1, 2).to(out_dtype), dk.transpose(1, 2).to(out_dtype), dv.transpose(1, 2).to(out_dtype),
+            torch::Tensor(), torch::Tensor()};
   }
 };
 

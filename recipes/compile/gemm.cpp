@@ -6,6 +6,7 @@
 
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 #ifdef TB_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
@@ -15,6 +16,14 @@ namespace tb::compile {
 namespace {
 
 bool reduced_or_float(torch::ScalarType t) { return t == torch::kFloat || t == torch::kBFloat16; }
+
+torch::Tensor as_tensor(const MatrixView& m) {
+  return torch::from_blob(m.data, {m.rows, m.cols}, {m.row_stride, m.col_stride}, torch::dtype(m.dtype));
+}
+
+MatrixView view_of(const torch::Tensor& t) {
+  return {t.data_ptr(), t.size(0), t.size(1), t.stride(0), t.stride(1), t.scalar_type()};
+}
 
 void aten_gemm_into(const torch::Tensor& c, const torch::Tensor& a, const torch::Tensor& b, bool accumulate) {
   if (c.scalar_type() == a.scalar_type()) {
@@ -44,36 +53,41 @@ memory::data_type dnnl_type(torch::ScalarType t) {
   return t == torch::kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
 }
 
-// A 2-D tensor's strides as oneDNN takes them: a size-1 dimension's stride is free in torch, so it is
+// A matrix's strides as oneDNN takes them: a size-1 dimension's stride is free in torch, so it is
 // given the value a dense layout would have.
-std::pair<int64_t, int64_t> strides_2d(const torch::Tensor& t) {
-  int64_t s0 = t.stride(0), s1 = t.stride(1);
-  if (t.size(0) == 1) s0 = s1 == 1 ? t.size(1) : 1;
-  if (t.size(1) == 1) s1 = s0 == 1 ? t.size(0) : 1;
+std::pair<int64_t, int64_t> strides_2d(const MatrixView& m) {
+  int64_t s0 = m.row_stride, s1 = m.col_stride;
+  if (m.rows == 1) s0 = s1 == 1 ? m.cols : 1;
+  if (m.cols == 1) s1 = s0 == 1 ? m.rows : 1;
   return {s0, s1};
 }
 
-// Primitives are built once per shape, layout and dtype and kept per thread (the attention tiles call
-// in from the intra-op workers).
-using PrimitiveKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, bool>;
+// A product's primitive with its memory objects and arguments, built once per shape, layout and
+// dtype and kept per thread (the attention tiles call in from the intra-op workers); a call only
+// points the memory objects at its data.
+struct CachedProduct {
+  dnnl::matmul primitive;
+  memory a, b, c;
+  std::unordered_map<int, memory> args;
+};
+using ProductKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, bool>;
 
-bool onednn_gemm_into(const torch::Tensor& c, const torch::Tensor& a, const torch::Tensor& b, bool accumulate) {
-  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+bool onednn_gemm_into(const MatrixView& c, const MatrixView& a, const MatrixView& b, bool accumulate) {
+  const int64_t M = a.rows, K = a.cols, N = b.cols;
   const auto [sa0, sa1] = strides_2d(a);
   const auto [sb0, sb1] = strides_2d(b);
   // c is written row by row: a unit column stride (free when it has one column), rows ldc apart.
-  const int64_t sc1 = c.size(1) == 1 ? 1 : c.stride(1);
-  const int64_t sc0 = c.size(0) == 1 ? c.size(1) : c.stride(0);
+  const int64_t sc1 = c.cols == 1 ? 1 : c.col_stride;
+  const int64_t sc0 = c.rows == 1 ? c.cols : c.row_stride;
   if (sc1 != 1 || sc0 < N || (sa0 != 1 && sa1 != 1) || (sb0 != 1 && sb1 != 1)) return false;
-  thread_local std::map<PrimitiveKey, dnnl::matmul> primitives;
+  thread_local std::map<ProductKey, CachedProduct> products;
   thread_local dnnl::stream stream(cpu_engine());
-  const PrimitiveKey key{M, K, N, sa0, sa1, sb0, sb1, sc0, static_cast<int>(a.scalar_type()),
-                         static_cast<int>(c.scalar_type()), accumulate};
-  const memory::desc a_desc({M, K}, dnnl_type(a.scalar_type()), {sa0, sa1});
-  const memory::desc b_desc({K, N}, dnnl_type(b.scalar_type()), {sb0, sb1});
-  const memory::desc c_desc({M, N}, dnnl_type(c.scalar_type()), {sc0, sc1});
-  auto found = primitives.find(key);
-  if (found == primitives.end()) {
+  const ProductKey key{M, K, N, sa0, sa1, sb0, sb1, sc0, static_cast<int>(a.dtype), static_cast<int>(c.dtype), accumulate};
+  auto found = products.find(key);
+  if (found == products.end()) {
+    const memory::desc a_desc({M, K}, dnnl_type(a.dtype), {sa0, sa1});
+    const memory::desc b_desc({K, N}, dnnl_type(b.dtype), {sb0, sb1});
+    const memory::desc c_desc({M, N}, dnnl_type(c.dtype), {sc0, sc1});
     dnnl::primitive_attr attr;
     if (accumulate) {
       dnnl::post_ops ops;
@@ -82,15 +96,20 @@ bool onednn_gemm_into(const torch::Tensor& c, const torch::Tensor& a, const torc
     }
     try {
       const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_desc, b_desc, c_desc), attr, cpu_engine());
-      found = primitives.emplace(key, dnnl::matmul(pd)).first;
+      CachedProduct product{dnnl::matmul(pd), memory(a_desc, cpu_engine(), DNNL_MEMORY_NONE),
+                            memory(b_desc, cpu_engine(), DNNL_MEMORY_NONE), memory(c_desc, cpu_engine(), DNNL_MEMORY_NONE),
+                            {}};
+      product.args = {{DNNL_ARG_SRC, product.a}, {DNNL_ARG_WEIGHTS, product.b}, {DNNL_ARG_DST, product.c}};
+      found = products.emplace(key, std::move(product)).first;
     } catch (const dnnl::error&) {
       return false;  // a layout or dtype oneDNN does not take: ATen computes it
     }
   }
-  const memory a_mem(a_desc, cpu_engine(), a.data_ptr());
-  const memory b_mem(b_desc, cpu_engine(), b.data_ptr());
-  const memory c_mem(c_desc, cpu_engine(), c.data_ptr());
-  found->second.execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+  CachedProduct& product = found->second;
+  product.a.set_data_handle(a.data);
+  product.b.set_data_handle(b.data);
+  product.c.set_data_handle(c.data);
+  product.primitive.execute(stream, product.args);
   stream.wait();
   return true;
 }
@@ -163,26 +182,35 @@ bool onednn_available() {
 #endif
 }
 
+void gemm_into(const MatrixView& c, const MatrixView& a, const MatrixView& b, bool accumulate, GemmBackend backend) {
+  TORCH_CHECK(a.cols == b.rows && c.rows == a.rows && c.cols == b.cols, "gemm_into: shapes [", a.rows, ", ", a.cols,
+              "] @ [", b.rows, ", ", b.cols, "] -> [", c.rows, ", ", c.cols, "] do not match");
+  TORCH_CHECK(a.dtype == b.dtype && reduced_or_float(a.dtype), "gemm_into: a and b must both be fp32 or bf16");
+  TORCH_CHECK(c.dtype == torch::kFloat || c.dtype == a.dtype, "gemm_into: c must be fp32 or a's dtype");
+  if (c.rows == 0 || c.cols == 0) return;
+  if (a.cols == 0) {
+    if (!accumulate) as_tensor(c).zero_();
+    return;
+  }
+#ifdef TB_HAVE_ONEDNN
+  if (backend == GemmBackend::onednn && onednn_available() && onednn_gemm_into(c, a, b, accumulate)) return;
+#else
+  (void)backend;
+#endif
+  aten_gemm_into(as_tensor(c), as_tensor(a), as_tensor(b), accumulate);
+}
+
 void gemm_into(const torch::Tensor& c, const torch::Tensor& a, const torch::Tensor& b, bool accumulate,
                GemmBackend backend) {
   TORCH_CHECK(a.dim() == 2 && b.dim() == 2 && c.dim() == 2, "gemm_into: 2-D a, b and c expected");
   TORCH_CHECK(a.size(1) == b.size(0) && c.size(0) == a.size(0) && c.size(1) == b.size(1), "gemm_into: shapes ",
               a.sizes(), " @ ", b.sizes(), " -> ", c.sizes(), " do not match");
-  TORCH_CHECK(a.scalar_type() == b.scalar_type() && reduced_or_float(a.scalar_type()), "gemm_into: a and b must both be fp32 or bf16");
-  TORCH_CHECK(c.scalar_type() == torch::kFloat || c.scalar_type() == a.scalar_type(), "gemm_into: c must be fp32 or a's dtype");
-  if (c.numel() == 0) return;
-  if (a.size(1) == 0) {
-    if (!accumulate) c.zero_();
+  if (!a.device().is_cpu() || !b.device().is_cpu() || !c.device().is_cpu()) {
+    TORCH_CHECK(a.scalar_type() == b.scalar_type(), "gemm_into: a and b must both be fp32 or bf16");
+    aten_gemm_into(c, a, b, accumulate);
     return;
   }
-#ifdef TB_HAVE_ONEDNN
-  if (backend == GemmBackend::onednn && a.device().is_cpu() && onednn_available() &&
-      onednn_gemm_into(c, a, b, accumulate))
-    return;
-#else
-  (void)backend;
-#endif
-  aten_gemm_into(c, a, b, accumulate);
+  gemm_into(view_of(c), view_of(a), view_of(b), accumulate, backend);
 }
 
 torch::Tensor gemm(const torch::Tensor& a, const torch::Tensor& b, torch::ScalarType out, GemmBackend backend) {

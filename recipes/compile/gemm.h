@@ -20,6 +20,19 @@ std::optional<GemmBackend> parse_gemm_backend(const std::string& name);
 // Whether this build has oneDNN and it runs on this CPU.
 bool onednn_available();
 
+// A matrix in memory, without a Tensor around it (the attention tiles make thousands of products a
+// step, and a tensor view costs more than a small product): element (i, j) at
+// data + (i * row_stride + j * col_stride) elements of `dtype`.
+struct MatrixView {
+  void* data = nullptr;
+  int64_t rows = 0, cols = 0, row_stride = 0, col_stride = 1;
+  torch::ScalarType dtype = torch::kFloat;
+  MatrixView t() const { return {data, cols, rows, col_stride, row_stride, dtype}; }
+};
+
+// As gemm_into below, on views; the shapes are checked, the memory is the caller's.
+void gemm_into(const MatrixView& c, const MatrixView& a, const MatrixView& b, bool accumulate, GemmBackend backend);
+
 // c = a @ b, or c += a @ b when `accumulate`. a [M, K] and b [K, N] are 2-D of one dtype (fp32 or
 // bf16), any strides (a transposed view costs nothing); c [M, N] has a unit last stride (row views of
 // a larger tensor are fine) and is fp32 or a's dtype. oneDNN accumulates in fp32 and rounds once into c;

@@ -99,6 +99,10 @@ class TestFusedAttention : public QObject {
     QTest::newRow("block of 1") << QList<qint64>{1, 2, 2, 9, 4} << 1 << false;
     QTest::newRow("bf16 GQA 4 on 2, T=29") << QList<qint64>{2, 4, 2, 29, 16} << 8 << true;
     QTest::newRow("bf16 MQA, T=40") << QList<qint64>{1, 4, 1, 40, 8} << 16 << true;
+    // Past 512 keys a query tile's row spans two key tiles: the online softmax rescales.
+    QTest::newRow("T=600 over two key tiles, blocks of 64") << QList<qint64>{1, 2, 1, 600, 8} << 64 << false;
+    QTest::newRow("T=700, blocks of 100 (key tiles off the block edges)") << QList<qint64>{1, 2, 2, 700, 8} << 100 << false;
+    QTest::newRow("bf16 T=530 over two key tiles") << QList<qint64>{1, 2, 1, 530, 16} << 128 << true;
   }
   void attentionMatchesEager() {
     QFETCH(QList<qint64>, shape);
