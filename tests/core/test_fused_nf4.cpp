@@ -138,6 +138,40 @@ class TestFusedNF4 : public QObject {
     qInfo("relative error: y %.3g, dx %.3g", ey, edx);
   }
 
+  // Multiplying by identities reads the dequantised weight back exactly (one product per value, by 1,
+  // summed with zeros): forward gives W^T, backward W, bit for bit dequantize_nf4's, through the
+  // vector and the scalar dequantisation (odd widths start rows inside blocks and bytes).
+  void dequantisationIsExact_data() {
+    QTest::addColumn<bool>("bf16");
+    QTest::addColumn<int>("in");
+    QTest::addColumn<int>("out");
+    QTest::addColumn<int>("tile");
+    QTest::newRow("fp32 37->64, 185 a tile") << false << 37 << 64 << 185;
+    QTest::newRow("fp32 288->200, default tile") << false << 288 << 200 << 0;
+    QTest::newRow("bf16 37->64, 185 a tile") << true << 37 << 64 << 185;
+    QTest::newRow("bf16 288->200, default tile") << true << 288 << 200 << 0;
+    QTest::newRow("bf16 101->96, 3 columns a tile in backward") << true << 101 << 96 << 288;
+  }
+  void dequantisationIsExact() {
+    QFETCH(bool, bf16);
+    QFETCH(int, in);
+    QFETCH(int, out);
+    QFETCH(int, tile);
+    const auto dtype = bf16 ? torch::kBFloat16 : torch::kFloat;
+    torch::manual_seed(8);
+    auto nf4 = std::make_shared<const tb::quant::NF4Weight>(
+        tb::quant::quantize_nf4(torch::randn({out, in}) * 3, /*block_size=*/32, /*scaler_block_size=*/5));
+    const auto w = tb::quant::dequantize_nf4(*nf4, dtype);
+    for (auto backend : {tb::compile::GemmBackend::aten, tb::compile::GemmBackend::onednn}) {
+      const auto be = tb::compile::gemm_backend_name(backend);
+      QVERIFY2(torch::equal(tb::compile::fused_linear_nf4(torch::eye(in).to(dtype), nf4, tile, backend), w.t()),
+               be.c_str());
+      const auto x = torch::zeros({out, in}).to(dtype).requires_grad_(true);
+      tb::compile::fused_linear_nf4(x, nf4, tile, backend).backward(torch::eye(out).to(dtype));  // dx = I W
+      QVERIFY2(torch::equal(x.grad(), w), be.c_str());
+    }
+  }
+
   void projectMatchesLoRALinear_data() {
     QTest::addColumn<bool>("bf16");
     QTest::addColumn<double>("dropout");
