@@ -76,7 +76,7 @@ def main():
         for p in w.values():
             p.grad.mul_(1.0 / tokens)
         opt.step()
-        opt.zero_grad()
+        opt.zero_grad(set_to_none=True)  # as tunebench drops its gradients (PyTorch 2's default)
         times.append(time.perf_counter() - start)
         print("step %d: %.3f s, loss %.4f" % (step + 1, times[-1], loss.item() / tokens), file=sys.stderr)
     steady = times[args.warmup:]
