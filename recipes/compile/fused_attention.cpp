@@ -137,17 +137,10 @@ TB_MULTIVERSION void store_row(const float* x, E* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) store(out[i], x[i]);
 }
 
-// sum(a[i] * b[i]) in fp32, 16 lanes.
+// out[i] = rowsum(a_i * b_i) over rows of n values (the backward's rowsum(dO * O)).
 template <typename E>
-TB_MULTIVERSION float dot_row(const E* a, const E* b, int64_t n) {
-  float lanes[16] = {};
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int j = 0; j < 16; ++j) lanes[j] += load(a[i + j]) * load(b[i + j]);
-  float total = 0.f;
-  for (; i < n; ++i) total += load(a[i]) * load(b[i]);
-  for (float l : lanes) total += l;
-  return total;
+TB_MULTIVERSION void row_dots(const E* a, const E* b, float* out, int64_t begin, int64_t end, int64_t n) {
+  for (int64_t i = begin; i < end; ++i) out[i] = dot(a + i * n, b + i * n, n);
 }
 
 // ---- causal attention ------------------------------------------------------------------------------------
@@ -360,7 +353,7 @@ struct CausalAttentionFn : torch::autograd::Function<CausalAttentionFn> {
       const E* op = elements<E>(oe);
       float* dotp = row_dot.data_ptr<float>();
       at::parallel_for(0, row_dot.numel(), 256, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) dotp[i] = dot_row(dop + i * a.D, op + i * a.D, a.D);
+        row_dots(dop, op, dotp, begin, end, a.D);
       });
       attention_backward<E>(heads_of(qe), heads_of(ke), heads_of(ve), heads_of(dout.transpose(1, 2)),
                             lse.data_ptr<float>(), dotp, dq.data_ptr<float>(), elements<E>(dk), elements<E>(dv), a,

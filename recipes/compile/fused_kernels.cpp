@@ -28,23 +28,10 @@ torch::ScalarType row_dtype(const torch::Tensor& t) {
 }
 torch::Tensor as_rows(const torch::Tensor& t, torch::ScalarType dtype) { return t.to(dtype).contiguous(); }
 
-// sum(x[i]^2), in 16 independent lanes, so the loop vectorises without reassociation flags.
-template <typename T>
-TB_INLINE float sum_of_squares(const T* x, int64_t n) {
-  float lanes[16] = {};
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int j = 0; j < 16; ++j) lanes[j] += load(x[i + j]) * load(x[i + j]);
-  float total = 0.f;
-  for (; i < n; ++i) total += load(x[i]) * load(x[i]);
-  for (int j = 0; j < 16; ++j) total += lanes[j];
-  return total;
-}
-
 // y = x * rstd * scale with rstd = 1 / sqrt(mean(x^2) + eps); returns rstd.
 template <typename T>
 TB_INLINE float rms_norm_row(const T* x, const float* scale, T* y, int64_t d, float eps) {
-  const float rstd = 1.0f / std::sqrt(sum_of_squares(x, d) / float(d) + eps);
+  const float rstd = 1.0f / std::sqrt(dot(x, x, d) / float(d) + eps);
   for (int64_t i = 0; i < d; ++i) store(y[i], load(x[i]) * rstd * scale[i]);
   return rstd;
 }
@@ -74,7 +61,7 @@ TB_MULTIVERSION void rms_norm_backward_rows(const T* x, const float* scale, cons
                                             int64_t d) {
   for (int64_t row = begin; row < end; ++row) {
     const int64_t o = row * d;
-    float lanes[16] = {};  // sum(g * scale * x), in lanes as sum_of_squares
+    float lanes[16] = {};  // sum(g * scale * x), in lanes as dot()
     float gx = 0.f;
     int64_t i = 0;
     for (; i + 16 <= d; i += 16)
