@@ -321,7 +321,7 @@ struct LinearCrossEntropyFn : torch::autograd::Function<LinearCrossEntropyFn> {
     // dh: each chunk writes its own rows, so it is written in the products' dtype at once. dW sums
     // over chunks: in fp32, unless there is one chunk, whose product rounds once, as eager's does.
     const int64_t chunk = std::min(n, chunk_rows);
-    const bool one_chunk = chunk == n;
+    const bool one_chunk = n > 0 && chunk == n;  // no rows: dW stays zeros
     torch::Tensor dh = grad_h ? torch::empty({n, hidden.size(1)}, hidden.options().dtype(product_dtype)) : torch::Tensor();
     torch::Tensor dw;
     if (grad_w) dw = one_chunk ? torch::empty(weight.sizes(), weight.options().dtype(product_dtype))
