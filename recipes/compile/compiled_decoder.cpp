@@ -92,8 +92,8 @@ std::string plan_cache_dir() {
 std::string plan_cache_key(const models::ModelArgs& a, torch::ScalarType dtype, int64_t batch, int64_t seq_len) {
   std::ostringstream key;
   // The leading version changes whenever what a plan was timed with changes (v4: kernels built with OpenMP;
-  // v5: attention tiles of whole key rows, in bf16 through oneDNN).
-  key << "v5 vocab=" << a.vocab_size << " layers=" << a.num_layers << " heads=" << a.num_heads
+  // v5: attention tiles of whole key rows, in bf16 through oneDNN; v6: the fused loss's bf16 logits).
+  key << "v6 vocab=" << a.vocab_size << " layers=" << a.num_layers << " heads=" << a.num_heads
       << " kv=" << a.num_kv_heads << " dim=" << a.embed_dim << " hidden=" << a.intermediate_dim
       << " tied=" << a.tie_word_embeddings << " dtype=" << c10::toString(dtype) << " batch=" << batch
       << " seq=" << seq_len << " isa=" << instruction_set() << " threads=" << at::get_num_threads()

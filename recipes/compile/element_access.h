@@ -55,6 +55,44 @@ TB_INLINE float dot(const T* a, const T* b, int64_t n) {
   return total;
 }
 
+// 16 fp32 lanes as one GCC vector; each clone of a TB_MULTIVERSION loop compiles it to its widest
+// registers (one zmm, two ymm or four xmm). For the loops GCC's vectoriser leaves scalar: a max (it will
+// not reorder x > m ? x : m into a reduction) and a bf16 row widened as it is read.
+typedef float f32x16 __attribute__((vector_size(64)));
+
+// v = x[0..16) in fp32 (by reference: a vector return value would change the ABI between the clones).
+TB_INLINE void load16(const float* x, f32x16& v) { std::memcpy(&v, x, sizeof v); }
+TB_INLINE void load16(const bf16_bits* x, f32x16& v) {
+  typedef uint16_t u16x16 __attribute__((vector_size(32)));
+  typedef uint32_t u32x16 __attribute__((vector_size(64)));
+  u16x16 bits;
+  std::memcpy(&bits, x, sizeof bits);
+  const u32x16 wide = __builtin_convertvector(bits, u32x16) << 16;
+  std::memcpy(&v, &wide, sizeof v);
+}
+
+// max(x[0..n)) of fp32 or bf16 elements (-inf when n is 0); when `widened` is given, x is also written
+// there in fp32.
+template <typename T>
+TB_INLINE float max_of(const T* x, int64_t n, float* widened = nullptr) {
+  f32x16 lanes = f32x16{} - __builtin_inff();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    f32x16 v;
+    load16(x + i, v);
+    if (widened) std::memcpy(widened + i, &v, sizeof v);
+    lanes = v > lanes ? v : lanes;
+  }
+  float m = -__builtin_inff();
+  for (int j = 0; j < 16; ++j) m = lanes[j] > m ? lanes[j] : m;
+  for (; i < n; ++i) {
+    const float v = load(x[i]);
+    if (widened) widened[i] = v;
+    m = v > m ? v : m;
+  }
+  return m;
+}
+
 // Calls f(T{}) with T the element type the loops use for `dtype`: bf16_bits for bf16, else float.
 template <typename F>
 void with_elements(torch::ScalarType dtype, F&& f) {

@@ -82,19 +82,8 @@ struct RotaryFn : torch::autograd::Function<RotaryFn> {
 
 // ---- softmax bookkeeping of one score tile ---------------------------------------------------------------
 
-// max(s[0..n)), in 16 lanes as fused_kernels' dot().
-TB_MULTIVERSION
-float row_max(const float* s, int64_t n) {
-  float lanes[16];
-  for (float& l : lanes) l = kNegInf;
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int j = 0; j < 16; ++j) lanes[j] = s[i + j] > lanes[j] ? s[i + j] : lanes[j];
-  float mx = kNegInf;
-  for (; i < n; ++i) mx = s[i] > mx ? s[i] : mx;
-  for (float l : lanes) mx = l > mx ? l : mx;
-  return mx;
-}
+// max(s[0..n)).
+TB_MULTIVERSION float row_max(const float* s, int64_t n) { return max_of(s, n); }
 
 // s[i] = e^(s[i] * scale - shift) for i < n; returns the sum.
 TB_MULTIVERSION

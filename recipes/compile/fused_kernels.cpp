@@ -245,18 +245,10 @@ struct SwiGLUFn : torch::autograd::Function<SwiGLUFn> {
 
 // ---- output projection + cross entropy -------------------------------------------------------------------
 
-// max(x[0..n)), in 16 lanes.
-TB_MULTIVERSION
-float max_of(const float* x, int64_t n) {
-  float lanes[16];
-  for (float& l : lanes) l = -INFINITY;
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int j = 0; j < 16; ++j) lanes[j] = x[i + j] > lanes[j] ? x[i + j] : lanes[j];
-  float m = -INFINITY;
-  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
-  for (float l : lanes) m = l > m ? l : m;
-  return m;
+// max(row) of an fp32 row, or of a bf16 row that is widened into `widened` on the way.
+TB_MULTIVERSION float row_max(const float* row, int64_t n) { return max_of(row, n); }
+TB_MULTIVERSION float widen_with_max(const bf16_bits* row, float* widened, int64_t n) {
+  return max_of(row, n, widened);
 }
 
 // x[i] = e^(x[i] - shift) for i < n; returns the sum.
@@ -284,14 +276,13 @@ TB_MULTIVERSION void scale_into(const float* x, T* out, int64_t n, float factor)
   for (int64_t i = 0; i < n; ++i) store(out[i], x[i] * factor);
 }
 
-// One row of logits: returns logsumexp(row) - row[label] and, when `grad` is given, writes there the
-// loss's gradient softmax(row) - onehot(label), in T (`grad` may alias the row for fp32). The row is
-// read from L2 three times instead of streaming the chunk through memory once per eager op
+// One row of logits in fp32, whose max is m: returns logsumexp(row) - row[label] and, when `grad` is
+// given, writes there the loss's gradient softmax(row) - onehot(label), in T (`grad` may alias the row).
+// The row is read from L2 three times instead of streaming the chunk through memory once per eager op
 // (logsumexp, gather, sub, exp, mul, scatter, and the bf16 copy of the gradient for its products).
 template <typename T>
-float cross_entropy_row(float* row, int64_t vocab, int64_t label, T* grad) {
+float cross_entropy_row(float* row, float m, int64_t vocab, int64_t label, T* grad) {
   const float target = row[label];
-  const float m = max_of(row, vocab);
   const float sum = exp_in_place(row, vocab, m);
   if (grad) {
     const float inv = 1.0f / sum;
@@ -300,6 +291,39 @@ float cross_entropy_row(float* row, int64_t vocab, int64_t label, T* grad) {
     store(grad[label], at_label);
   }
   return m + std::log(sum) - target;
+}
+
+// Row by row over logits [rows, vocab] (fp32, or bf16 as oneDNN's products round them): each row's loss
+// term into row_loss and, when `grads`, d loss / d logits = softmax - onehot(label) over the row (zero
+// on ignored rows).
+void cross_entropy_rows(const torch::Tensor& logits, const int64_t* labels, int64_t ignore_index, bool grads,
+                        float* row_loss) {
+  const int64_t vocab = logits.size(1);
+  with_elements(logits.scalar_type(), [&](auto tag) {
+    using T = decltype(tag);
+    T* rows = elements<T>(logits);
+    at::parallel_for(0, logits.size(0), 8, [&](int64_t begin, int64_t end) {
+      std::vector<float> widened(std::is_same_v<T, float> ? 0 : vocab);  // a bf16 row in fp32
+      for (int64_t r = begin; r < end; ++r) {
+        T* row = rows + r * vocab;
+        if (labels[r] == ignore_index) {
+          if (grads) std::fill(row, row + vocab, T{});
+          row_loss[r] = 0.f;
+          continue;
+        }
+        float* values;
+        float m;
+        if constexpr (std::is_same_v<T, float>) {
+          values = row;
+          m = row_max(row, vocab);
+        } else {
+          values = widened.data();
+          m = widen_with_max(row, values, vocab);
+        }
+        row_loss[r] = cross_entropy_row(values, m, vocab, labels[r], grads ? row : nullptr);
+      }
+    });
+  });
 }
 
 struct LinearCrossEntropyFn : torch::autograd::Function<LinearCrossEntropyFn> {
@@ -312,9 +336,9 @@ struct LinearCrossEntropyFn : torch::autograd::Function<LinearCrossEntropyFn> {
     const bool grads = grad_h || grad_w;
     const bool reduced = hidden.scalar_type() != torch::kFloat;
     // In reduced precision the softmax and the gradient sums stay fp32, as the eager loss keeps them.
-    // oneDNN multiplies bf16 by bf16 into fp32 sums, so the logits' gradient is written in bf16 by the
-    // row kernel for its two products (as eager's bf16 logits gradient is); ATen's products take fp32
-    // copies instead.
+    // oneDNN multiplies bf16 by bf16 into fp32 sums and rounds the chunk's logits to bf16, as eager's bf16
+    // logits are before its fp32 loss; the row kernel overwrites each row with its gradient in bf16 for
+    // the two gradient products (as eager's bf16 logits gradient is). ATen's products take fp32 copies.
     const bool bf16_products = reduced && be == GemmBackend::onednn && onednn_available();
     const auto w32 = reduced && !bf16_products ? weight.to(torch::kFloat) : weight;
     const auto product_dtype = bf16_products ? hidden.scalar_type() : torch::kFloat;
@@ -332,36 +356,15 @@ struct LinearCrossEntropyFn : torch::autograd::Function<LinearCrossEntropyFn> {
       TORCH_CHECK(lbl[r] == ignore_index || (lbl[r] >= 0 && lbl[r] < vocab), "fused_linear_cross_entropy: label ",
                   lbl[r], " of row ", r, " is outside the vocabulary [0, ", vocab, ")");
     std::vector<float> row_loss(n);
-    // The chunk's logits (the only ones alive) and, for bf16 products, its gradient in bf16.
-    auto logits = torch::empty({chunk, vocab}, hidden.options().dtype(torch::kFloat));
-    auto logits_grad = bf16_products && grads ? torch::empty({chunk, vocab}, hidden.options()) : logits;
+    // The chunk's logits (the only ones alive), overwritten by their gradient.
+    auto logits = torch::empty({chunk, vocab}, hidden.options().dtype(product_dtype));
     for (int64_t s = 0; s < n; s += chunk) {
       const int64_t e = std::min(n, s + chunk);
-      const auto h = hidden.slice(0, s, e);
-      const auto p = logits.narrow(0, 0, e - s);
-      const auto pg = logits_grad.narrow(0, 0, e - s);
-      gemm_into(p, h, weight.t(), false, be);
-      // Row by row: the loss term, and d loss / d logits = softmax - onehot(label) (zero on ignored rows).
-      float* rows = p.data_ptr<float>();
-      const auto run_rows = [&](auto tag) {
-        using T = decltype(tag);
-        T* grad_rows = grads ? elements<T>(pg) : nullptr;
-        at::parallel_for(0, e - s, 8, [&](int64_t begin, int64_t end) {
-          for (int64_t r = begin; r < end; ++r) {
-            float* row = rows + r * vocab;
-            T* grad = grad_rows ? grad_rows + r * vocab : nullptr;
-            const int64_t label = lbl[s + r];
-            if (label == ignore_index) {
-              if (grad) std::fill(grad, grad + vocab, T{});
-              row_loss[s + r] = 0.f;
-            } else {
-              row_loss[s + r] = cross_entropy_row(row, vocab, label, grad);
-            }
-          }
-        });
-      };
-      with_elements(pg.scalar_type(), run_rows);
+      const auto pg = logits.narrow(0, 0, e - s);
+      gemm_into(pg, hidden.slice(0, s, e), weight.t(), false, be);
+      cross_entropy_rows(pg, lbl + s, ignore_index, grads, row_loss.data() + s);
       if (!grads) continue;
+      const auto h = hidden.slice(0, s, e);
       const auto hg = reduced && !bf16_products ? h.to(torch::kFloat) : h;
       if (grad_h) gemm_into(dh.slice(0, s, e), pg, w32, false, be);
       if (grad_w) gemm_into(dw, pg.t(), hg, /*accumulate=*/!one_chunk, be);

@@ -7,11 +7,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
+#include <random>
 
 #include <torch/torch.h>
 
 #include "checkpoint/hf_checkpointer.h"
 #include "compile/compiled_decoder.h"
+#include "compile/element_access.h"
 #include "compile/fused_kernels.h"
 #include "config/config.h"
 #include "models/layers.h"
@@ -225,6 +228,33 @@ class TestCompile : public QObject {
       else QVERIFY2(rel_err(w.grad(), dw) < tol, (be + std::to_string(rel_err(w.grad(), dw))).c_str());
       // Ignored rows get no gradient.
       QCOMPARE(h.grad()[5].abs().max().item<double>(), 0.0);
+      // oneDNN's bf16 products round the logits to bf16 as eager's are before its fp32 loss, so the
+      // loss differs from eager's by the sums' order only (unrounded fp32 logits are 3e-5 to 6e-5 off here).
+      if (bf16 && backend == tb::compile::GemmBackend::onednn && tb::compile::onednn_available())
+        QVERIFY2(std::abs(fused.item<double>() - eager.item<double>()) <= 1e-5 * std::abs(eager.item<double>()),
+                 (std::to_string(fused.item<double>()) + " vs " + std::to_string(eager.item<double>())).c_str());
+    }
+  }
+
+  // The vector max of the softmax rows: every length around the 16-lane blocks, the max in the block
+  // part or the tail, bf16 rows widened on the way; against std::max_element.
+  void rowMaxOfFp32AndBf16Rows() {
+    namespace c = tb::compile;
+    QCOMPARE(c::max_of(static_cast<const float*>(nullptr), 0), -std::numeric_limits<float>::infinity());
+    std::mt19937 gen(5);
+    std::normal_distribution<float> normal(0.f, 4.f);
+    for (int64_t n : {1, 15, 16, 17, 31, 32, 33, 100, 1000}) {
+      for (int64_t at : {int64_t{0}, n / 2, n - 1}) {
+        std::vector<float> x(n);
+        for (auto& v : x) v = c::rounded<c::bf16_bits>(normal(gen) - 50.f);  // all negative
+        x[at] = 7.5f;                                                          // the max, exact in bf16
+        QCOMPARE(c::max_of(x.data(), n), *std::max_element(x.begin(), x.end()));
+        std::vector<c::bf16_bits> b(n);
+        for (int64_t i = 0; i < n; ++i) c::store(b[i], x[i]);
+        std::vector<float> widened(n, 0.f);
+        QCOMPARE(c::max_of(b.data(), n, widened.data()), 7.5f);
+        QVERIFY(widened == x);
+      }
     }
   }
 
