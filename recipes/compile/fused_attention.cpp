@@ -27,14 +27,17 @@ torch::Tensor as_f32(const torch::Tensor& t) { return t.to(torch::kFloat).contig
 
 // ---- rotary ----------------------------------------------------------------------------------------------
 
-// One head's row: pairs (x[2i], x[2i+1]) rotated by the angle with cos c[i], sin sign * s[i], in fp32.
+// One position's heads (`heads` rows of 2 * half values): pairs (x[2i], x[2i+1]) of each rotated by the
+// angle with cos c[i], sin sign * s[i], in fp32.
 template <typename T>
-TB_MULTIVERSION void rotate_row(const T* x, const float* c, const float* s, T* y, int64_t half, float sign) {
-  for (int64_t i = 0; i < half; ++i) {
-    const float x0 = load(x[2 * i]), x1 = load(x[2 * i + 1]), si = sign * s[i];
-    store(y[2 * i], x0 * c[i] - x1 * si);
-    store(y[2 * i + 1], x1 * c[i] + x0 * si);
-  }
+TB_MULTIVERSION void rotate_heads(const T* x, const float* c, const float* s, T* y, int64_t heads, int64_t half,
+                                  float sign) {
+  for (int64_t h = 0; h < heads; ++h, x += 2 * half, y += 2 * half)
+    for (int64_t i = 0; i < half; ++i) {
+      const float x0 = load(x[2 * i]), x1 = load(x[2 * i + 1]), si = sign * s[i];
+      store(y[2 * i], x0 * c[i] - x1 * si);
+      store(y[2 * i + 1], x1 * c[i] + x0 * si);
+    }
 }
 
 // x [B, T, H, D] rotated by +angle (sign 1) or -angle (sign -1, the backward); fp32 and bf16 are read
@@ -54,10 +57,7 @@ torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const tor
     at::parallel_for(0, B * T, 16, [&](int64_t begin, int64_t end) {
       for (int64_t bt = begin; bt < end; ++bt) {
         const int64_t table_row = per_batch ? bt : bt % T;
-        for (int64_t h = 0; h < H; ++h) {
-          const int64_t off = (bt * H + h) * D;
-          rotate_row(xp + off, cp + table_row * half, sp + table_row * half, yp + off, half, sign);
-        }
+        rotate_heads(xp + bt * H * D, cp + table_row * half, sp + table_row * half, yp + bt * H * D, H, half, sign);
       }
     });
   });
