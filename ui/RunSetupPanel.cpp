@@ -37,9 +37,9 @@ const char* const kCompileTooltip =
     "the fused step against the eager one on the first batch. That cost is measured, logged as a compile event "
     "and shaded on the step-time plot; the ETA ignores it.</p>"
     "<p>The plan is cached on disk, so the next run of the same shape warms up faster. The compiled step needs "
-    "much less memory (the full logits and the attention matrix never exist). In fp32 it ran 2.0-2.4x eager "
+    "much less memory (the full logits and the attention matrix never exist). In fp32 it ran 2.0-2.5x eager "
     "on a CPU with AVX-512, in good part because its matrix products go through oneDNN's AVX-512 kernels where "
-    "the BLAS picked AVX2 ones; in bf16 it ran 1.3-1.9x eager (tunebench-cli bench compile measures your "
+    "the BLAS picked AVX2 ones; in bf16 it ran 1.4-2.1x eager (tunebench-cli bench compile measures your "
     "shape). Checkpoints are identical either way.</p>";
 
 constexpr const char* kChooseFile = "Choose file…";
