@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench/step_bench.h"
+#include "components/builtin.h"
 #include "config/config.h"
 #include "config/schema.h"
 #include "config/suggest.h"
@@ -35,10 +36,10 @@ int fail(const std::string& reason) {
 }
 
 // The run being executed, for the signal handler. A lock-free atomic store is async-signal-safe.
-std::atomic<tb::RunControl*> g_running{nullptr};
+std::atomic<tb::training::RunControl*> g_running{nullptr};
 
 extern "C" void on_stop_signal(int) {
-  if (tb::RunControl* control = g_running.load()) control->stop.store(true);
+  if (tb::training::RunControl* control = g_running.load()) control->stop.store(true);
   const char msg[] = "\ntunebench-cli: stopping after the current step...\n";
   ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
   (void)ignored;
@@ -141,7 +142,7 @@ std::optional<tb::config::Config> load(const std::string& config, const std::vec
   tb::config::LoadOptions options;
   options.overrides = overrides;
   options.recipe = recipe;
-  options.validate_components = components;
+  if (components) options.registry = &tb::components::builtin();
   tb::config::LoadResult result = tb::config::load_file(config, options);
   for (const auto& d : result.diagnostics) std::cerr << d.format() << "\n";
   if (!result.ok()) return std::nullopt;
@@ -169,26 +170,26 @@ int cmd_run(const std::string& recipe_name, const std::string& config, const std
 
   std::unique_ptr<tb::training::FanOutLogger> logger;
   try {
-    logger = tb::training::make_metric_logger(*cfg);
+    logger = tb::training::make_metric_logger(*cfg, tb::components::builtin());
   } catch (const std::exception& e) {
     return fail(e.what());
   }
   if (!logger->contains<tb::training::StdoutLogger>()) logger->add(std::make_shared<tb::training::StdoutLogger>());
 
-  tb::RunControl control;
+  tb::training::RunControl control;
   g_running.store(&control);
-  tb::RunResult result;
+  tb::training::RunResult result;
   try {
     result = recipe->run(*cfg, *logger, control);
   } catch (const std::exception& e) {
     // Recipes report their own end event; one that throws gets it here.
-    result.status = tb::RunStatus::Failed;
+    result.status = tb::training::RunStatus::Failed;
     result.message = e.what();
     logger->log_event({{"event", "end"}, {"status", "failed"}, {"message", result.message}});
   }
   g_running.store(nullptr);
   logger->flush();
-  if (result.status == tb::RunStatus::Failed)
+  if (result.status == tb::training::RunStatus::Failed)
     return fail("run failed: " + (result.message.empty() ? std::string("(no reason given)") : result.message));
   return kOk;
 }
@@ -249,7 +250,7 @@ fs::path bench_scratch_dir() {
 
 // Progress on stderr, a readable summary, then the figures as the last line of stdout.
 int cmd_bench_step(const std::string& config, std::vector<std::string> overrides, std::string recipe_name,
-                   const tb::bench::StepBenchOptions& base_options) {
+                   const tb::bench::StepBenchOptions& base_options, bool progress_lines) {
   if (recipe_name.empty()) {
     const std::string path = tb::config::find_config(config);
     if (path.empty()) return fail("no bundled config or file named '" + config + "' (see 'tunebench-cli ls')");
@@ -263,23 +264,32 @@ int cmd_bench_step(const std::string& config, std::vector<std::string> overrides
   auto cfg = load(config, overrides, recipe_name, true);
   if (!cfg) return kUserError;
 
-  tb::RunControl interrupt;  // Ctrl-C stops the bench after the current step
+  tb::training::RunControl interrupt;  // Ctrl-C stops the bench after the current step
   g_running.store(&interrupt);
   tb::bench::StepBenchOptions options = base_options;
   options.interrupt = &interrupt.stop;
   const bool tty = isatty(STDERR_FILENO) != 0;
-  if (tty) options.progress = [](int64_t done, int64_t total) { std::cerr << "\rbench: step " << done << "/" << total << std::flush; };
+  // Progress on stderr: one line rewritten on a terminal; with --progress, a line a step wherever it goes.
+  if (tty && !progress_lines)
+    options.progress = [](int64_t done, int64_t total) {
+      std::cerr << "\rbench: step " << done << "/" << total << std::flush;
+    };
+  if (progress_lines)
+    options.progress = [](int64_t done, int64_t total) {
+      std::cerr << "bench: step " << done << "/" << total << std::endl;
+    };
+  const bool open_line = tty && !progress_lines;
   int code = kOk;
   try {
     const nlohmann::json figures = tb::bench::bench_steps(*recipe, *cfg, options);
-    if (tty) std::cerr << "\n";
+    if (open_line) std::cerr << "\n";
     std::cout << recipe->name << ": " << figures["tokens_per_s"].get<double>() << " tokens/s (median of "
               << options.steps << " steps, " << figures["threads"].get<int>() << " threads), first step "
               << figures["first_step_s"].get<double>() << " s, peak " << figures["peak_memory_gib"].get<double>()
               << " GiB against weights + gradients + optimizer " << figures["floor_gib"].get<double>() << " GiB\n";
     std::cout << figures.dump() << "\n";
   } catch (const std::exception& e) {
-    if (tty) std::cerr << "\n";
+    if (open_line) std::cerr << "\n";
     code = fail(e.what());
   }
   g_running.store(nullptr);
@@ -292,7 +302,7 @@ int cmd_bench_step(const std::string& config, std::vector<std::string> overrides
 // comparison (DESIGN.md "Compile"; the compile issue's table).
 int cmd_bench_compile(const std::string& config, const std::vector<std::string>& overrides,
                       const tb::bench::StepBenchOptions& base_options) {
-  tb::RunControl interrupt;  // Ctrl-C stops the bench after the current step
+  tb::training::RunControl interrupt;  // Ctrl-C stops the bench after the current step
   tb::bench::StepBenchOptions options = base_options;
   options.interrupt = &interrupt.stop;
   const std::string path = tb::config::find_config(config);
@@ -336,7 +346,7 @@ int cmd_bench_compile(const std::string& config, const std::vector<std::string>&
 struct Args {
   std::string config, recipe, source, destination;
   std::vector<std::string> overrides;
-  bool force = false, no_components = false;
+  bool force = false, no_components = false, progress_lines = false;
   tb::inference::GenerateOptions generate;
   tb::bench::StepBenchOptions bench;
 };
@@ -395,6 +405,7 @@ int run_cli(int argc, char** argv) {
   bench_step->add_option("--warmup", a.bench.warmup, "steps run first, not measured")->capture_default_str();
   bench_step->add_option("--profile", a.bench.profile_path,
                          "profile one more step after the measured ones; write its Chrome trace to this file");
+  bench_step->add_flag("--progress", a.progress_lines, "a progress line on stderr after each step, also off a terminal");
   add_overrides(bench_step, a);
   CLI::App* bench_compile = bench->add_subcommand("compile", "eager vs compiled training step: speed, warm-up, parity");
   bench_compile->add_option("--config", a.config, "bundled config name or YAML file")->required();
@@ -429,7 +440,7 @@ int run_cli(int argc, char** argv) {
   if (*run) return cmd_run(a.recipe, a.config, a.overrides);
   if (*eval) return cmd_eval(a.config, a.overrides);
   if (*generate) return cmd_generate(a.config, a.overrides, a.generate);
-  if (*bench_step) return cmd_bench_step(a.config, a.overrides, a.recipe, a.bench);
+  if (*bench_step) return cmd_bench_step(a.config, a.overrides, a.recipe, a.bench, a.progress_lines);
   if (*bench_compile) return cmd_bench_compile(a.config, a.overrides, a.bench);
   return fail("no command given (see --help)");
 }

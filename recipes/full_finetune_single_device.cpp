@@ -1,71 +1,85 @@
-// full_finetune_single_device: every weight of the model trains. Reads top to bottom like
-// torchtune's recipe: setup() builds everything from the config, train() is the shared loop of
-// training/single_device_recipe (accumulate, normalise by tokens, clip, step, zero, schedule, log,
-// save), save_checkpoint() writes one complete checkpoint folder, cleanup() reports how the run ended.
-#include <torch/torch.h>
+// full_finetune_single_device: every weight of the model trains. Reads top to bottom like torchtune's
+// recipe: setup() builds everything from the config, train() runs the loop (training/train_loop.h) over
+// the step (eager, or the compile backend with compile: true), save_checkpoint() writes one complete
+// checkpoint folder, cleanup() reports how the run ended.
+#include <optional>
 
 #include "checkpoint/hf_checkpointer.h"
+#include "components/builtin.h"
 #include "recipe.h"
-#include "training/recipe_support.h"
+#include "training/recipe_runner.h"
+#include "training/recipe_state.h"
 #include "training/run_checkpoint.h"
-#include "training/single_device_recipe.h"
+#include "training/run_settings.h"
+#include "training/training_run.h"
 
 namespace tb {
 namespace {
 
+using training::RunResult;
+
 constexpr const char* kRecipeName = "full_finetune_single_device";
 
-class FullFinetuneRecipeSingleDevice : public training::SingleDeviceRecipe {
+class FullFinetuneRecipeSingleDevice {
  public:
-  FullFinetuneRecipeSingleDevice(const config::Config& cfg, training::MetricLogger& logger, RunControl& control)
-      : SingleDeviceRecipe(cfg, logger, control, kRecipeName) {}
+  FullFinetuneRecipeSingleDevice(const config::Config& cfg, training::MetricLogger& logger,
+                                 training::RunControl& control)
+      : cfg_(cfg), logger_(logger), control_(control) {}
 
-  void setup() override {
-    read_settings();
+  void setup() {
+    const config::Registry& registry = components::builtin();
+    settings_ = training::read_run_settings(cfg_);
+    checkpointer_ = registry.build<std::shared_ptr<checkpoint::FullModelHFCheckpointer>>(cfg_.at("checkpointer"));
+    if (settings_.resume_from_checkpoint)
+      resume_dir_ = training::find_resume_folder(checkpointer_->options().checkpoint_dir, settings_.output_dir);
+    training::begin_run(settings_, cfg_, resume_dir_, logger_);
 
     // Model and weights. Resuming reads the weights of the checkpoint being resumed.
-    model_ = registry_.build<models::TransformerDecoder>(cfg_.at("model"));
-    checkpointer_ = registry_.build<std::shared_ptr<checkpoint::FullModelHFCheckpointer>>(cfg_.at("checkpointer"));
-    if (cfg_.get_bool("resume_from_checkpoint", false))
-      resume_dir_ = training::find_resume_folder(checkpointer_->options().checkpoint_dir, output_dir_);
-    auto source = *checkpointer_;
+    model_ = registry.build<models::TransformerDecoder>(cfg_.at("model"));
+    auto source = checkpointer_->options();
     if (!resume_dir_.empty()) {
-      auto options = checkpointer_->options();
-      options.checkpoint_dir = resume_dir_;
-      options.checkpoint_files.clear();
-      source = checkpoint::FullModelHFCheckpointer(options);
+      source.checkpoint_dir = resume_dir_;
+      source.checkpoint_files.clear();
     }
-    const auto report = source.load_into(*model_, seed_);
-    log_info(report.message);
-    for (const auto& w : report.warnings) log_info("warning: " + w);
-    model_->to(dtype_);
+    const auto report = checkpoint::FullModelHFCheckpointer(source).load_into(*model_, settings_.runtime.seed);
+    training::log_info(logger_, report.message);
+    for (const auto& w : report.warnings) training::log_info(logger_, "warning: " + w);
+    model_->to(settings_.runtime.dtype);
 
-    setup_data();
-    setup_optimizer_and_resume();  // every parameter trains
+    // Data, step, optimizer and loop; every parameter trains.
+    run_.emplace(cfg_, registry, settings_, model_, resume_dir_, logger_, control_);
   }
 
- protected:
+  RunResult train() {
+    return run_->train([this](const std::string& name, int64_t epochs_run) { save_checkpoint(name, epochs_run); });
+  }
+
   // One complete checkpoint: HF model files, recipe_state.*, then the manifest (written last).
-  void save_checkpoint(const std::string& name, int64_t epochs_run) override {
-    training::RecipeState state{global_step_, epochs_run, cursor_, seed_, total_steps_};
-    const auto manifest = training::checkpoint_manifest(cfg_, recipe_name_, global_step_, epochs_run, last_loss_, dtype_);
-    checkpoint_written(training::write_checkpoint_folder(
-        output_dir_, name,
-        [&](const std::string& folder) {
-          checkpointer_->save(folder, state_module(), model_->args());
-          training::save_recipe_state(folder, state, *optimizer_);
-        },
-        manifest));
+  void save_checkpoint(const std::string& name, int64_t epochs_run) {
+    const training::RecipeState state = run_->state(epochs_run);
+    run_->write_checkpoint(name, run_->manifest(kRecipeName, epochs_run), [&](const std::string& folder) {
+      checkpointer_->save(folder, run_->step().state_module(), model_->args());
+      training::save_recipe_state(folder, state, run_->step().optimizer());
+    });
   }
+
+  RunResult cleanup(RunResult result) { return training::end_run(result, run_ ? &*run_ : nullptr, logger_); }
 
  private:
+  const config::Config& cfg_;
+  training::MetricLogger& logger_;
+  training::RunControl& control_;
+  training::RunSettings settings_;
   std::shared_ptr<checkpoint::FullModelHFCheckpointer> checkpointer_;
+  std::string resume_dir_;  // the checkpoint being resumed; empty for a fresh run
+  models::TransformerDecoder model_{nullptr};
+  std::optional<training::TrainingRun> run_;
 };
 
 }  // namespace
 
 RunResult run_full_finetune_single_device(const config::Config& cfg, training::MetricLogger& logger,
-                                          RunControl& control) {
+                                          training::RunControl& control) {
   FullFinetuneRecipeSingleDevice recipe(cfg, logger, control);
   return training::run_recipe(recipe);
 }

@@ -2,17 +2,12 @@
 
 namespace tb {
 
-const char* to_string(RunStatus s) {
-  switch (s) {
-    case RunStatus::Completed: return "completed";
-    case RunStatus::Stopped: return "stopped";
-    case RunStatus::Failed: return "failed";
-  }
-  return "failed";
-}
+using training::MetricLogger;
+using training::RunControl;
+using training::RunResult;
 
-RunResult run_full_finetune_single_device(const config::Config&, training::MetricLogger&, RunControl&);
-RunResult run_lora_finetune_single_device(const config::Config&, training::MetricLogger&, RunControl&);
+RunResult run_full_finetune_single_device(const config::Config&, MetricLogger&, RunControl&);
+RunResult run_lora_finetune_single_device(const config::Config&, MetricLogger&, RunControl&);
 
 const std::vector<RecipeInfo>& recipes() {
   static const std::vector<RecipeInfo> all = {

@@ -2,40 +2,21 @@
 // reporting through a MetricLogger and watching a RunControl for stop and pause requests.
 #pragma once
 
-#include <atomic>
 #include <functional>
-#include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "config/config.h"
 #include "training/metrics.h"
+#include "training/run_control.h"
 
 namespace tb {
 
-// Cross-thread requests to a running recipe; checked between optimizer steps.
-struct RunControl {
-  std::atomic<bool> stop{false};
-  std::atomic<bool> pause{false};
-  std::atomic<bool> save_on_stop{true};
-};
-
-enum class RunStatus { Completed, Stopped, Failed };
-const char* to_string(RunStatus s);
-
-struct RunResult {
-  RunStatus status = RunStatus::Completed;
-  std::string message;      // the error for Failed
-  int64_t steps_done = 0;
-  double last_loss = 0;
-  std::string last_checkpoint;  // path of the newest checkpoint written, empty if none
-};
-
-using RecipeFn = std::function<RunResult(const config::Config& cfg, training::MetricLogger& logger, RunControl& control)>;
+using RecipeFn = std::function<training::RunResult(const config::Config& cfg, training::MetricLogger& logger,
+                                                   training::RunControl& control)>;
 
 struct RecipeInfo {
-  std::string name;         // full_finetune_single_device
+  std::string name;  // full_finetune_single_device
   std::string description;
   RecipeFn run;
 };

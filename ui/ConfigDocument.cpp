@@ -8,7 +8,9 @@
 
 #include <map>
 
+#include "components/builtin.h"
 #include "config/registry.h"
+#include "config/yaml_edit.h"
 #include "models/model_args.h"
 
 namespace tb::ui {
@@ -36,95 +38,6 @@ ConfigEdit ConfigEdit::scalar(const QString& path, const QString& yamlText) {
   if (!v.IsDefined()) v = YAML::Node(YAML::NodeType::Null);
   return {path, v, false};
 }
-
-// ---- dotted paths on raw trees -------------------------------------------------------------------------
-
-namespace yamlpath {
-namespace {
-YAML::Node undefinedNode() {
-  const YAML::Node empty(YAML::NodeType::Map);
-  return empty["absent"];
-}
-
-bool isIndex(const QString& s) {
-  bool ok = false;
-  s.toUInt(&ok);
-  return ok;
-}
-
-YAML::Node childOf(const YAML::Node& n, const QString& key) {
-  if (n.IsMap()) {
-    const YAML::Node& c = n;  // const lookup: never inserts
-    return c[key.toStdString()];
-  }
-  if (n.IsSequence() && isIndex(key) && key.toUInt() < n.size()) return n[key.toUInt()];
-  return undefinedNode();
-}
-
-void setIn(YAML::Node node, const QStringList& keys, int i, const YAML::Node& value) {
-  const std::string key = keys[i].toStdString();
-  if (i + 1 == keys.size()) {
-    node[key] = YAML::Clone(value);
-    return;
-  }
-  if (!node[key].IsMap()) node[key] = YAML::Node(YAML::NodeType::Map);
-  setIn(node[key], keys, i + 1, value);
-}
-}  // namespace
-
-YAML::Node get(const YAML::Node& root, const QString& dotted) {
-  YAML::Node cur;
-  cur.reset(root);
-  for (const QString& key : dotted.split('.')) {
-    YAML::Node next = childOf(cur, key);
-    if (!next.IsDefined()) return next;
-    cur.reset(next);
-  }
-  return cur;
-}
-
-void set(YAML::Node& root, const QString& dotted, const YAML::Node& value) {
-  if (!root.IsMap()) root.reset(YAML::Node(YAML::NodeType::Map));
-  setIn(root, dotted.split('.'), 0, value);
-}
-
-void remove(YAML::Node& root, const QString& dotted) {
-  const int dot = dotted.lastIndexOf('.');
-  YAML::Node parent = dot < 0 ? root : get(root, dotted.left(dot));
-  if (parent.IsDefined() && parent.IsMap()) parent.remove(dotted.mid(dot + 1).toStdString());
-}
-
-bool same(const YAML::Node& a, const YAML::Node& b) {
-  const bool aNull = !a.IsDefined() || a.IsNull(), bNull = !b.IsDefined() || b.IsNull();
-  if (aNull || bNull) return aNull == bNull;
-  if (a.Type() != b.Type()) return false;
-  if (a.IsScalar()) return a.Scalar() == b.Scalar();
-  if (a.size() != b.size()) return false;
-  if (a.IsSequence()) {
-    for (size_t i = 0; i < a.size(); ++i)
-      if (!same(a[i], b[i])) return false;
-    return true;
-  }
-  for (auto it = a.begin(); it != a.end(); ++it) {
-    const YAML::Node& cb = b;
-    const YAML::Node other = cb[it->first.Scalar()];
-    if (!other.IsDefined() || !same(it->second, other)) return false;
-  }
-  return true;
-}
-
-QString emit(const YAML::Node& value) {
-  YAML::Emitter out;
-  out.SetSeqFormat(YAML::Flow);
-  out.SetMapFormat(YAML::Flow);
-  out.SetNullFormat(YAML::LowerNull);
-  if (!value.IsDefined() || value.IsNull())
-    out << YAML::Null;
-  else
-    out << value;
-  return QString::fromStdString(out.c_str());
-}
-}  // namespace yamlpath
 
 QString shellQuote(const QString& arg) {
   static const QRegularExpression safe(R"(^[A-Za-z0-9_./=:,+@%-]+$)");
@@ -217,7 +130,7 @@ void ConfigDocument::loadText(const QString& text, const QString& filePath, cons
       }
     }
   }
-  setModified(!yamlpath::same(baseTree_, tree_) || base.isEmpty());
+  setModified(!tb::config::yaml_same(baseTree_, tree_) || base.isEmpty());
 }
 
 bool ConfigDocument::saveAs(const QString& path, QString* error) {
@@ -261,7 +174,9 @@ void ConfigDocument::setText(const QString& text, Origin origin) {
   Q_EMIT changed(origin);
 }
 
-YAML::Node ConfigDocument::value(const QString& dotted) const { return yamlpath::get(tree_, dotted); }
+YAML::Node ConfigDocument::value(const QString& dotted) const {
+  return tb::config::yaml_get(tree_, dotted.toStdString());
+}
 
 QString ConfigDocument::scalar(const QString& dotted, const QString& fallback) const {
   const YAML::Node v = value(dotted);
@@ -276,241 +191,11 @@ bool ConfigDocument::boolean(const QString& dotted, bool fallback) const {
   return fallback;
 }
 
-// ---- text patching: small edits keep the user's comments and layout -------------------------------------
-
-namespace {
-
-struct Lines {
-  std::vector<size_t> starts;  // offset of each line; one past the end as the last entry
-  explicit Lines(const std::string& text) {
-    starts.push_back(0);
-    for (size_t i = 0; i < text.size(); ++i)
-      if (text[i] == '\n') starts.push_back(i + 1);
-    if (starts.back() != text.size()) starts.push_back(text.size());
-  }
-  int count() const { return int(starts.size()) - 1; }
-  size_t begin(int line) const { return starts[std::min<size_t>(line, starts.size() - 1)]; }
-  size_t end(int line) const { return starts[std::min<size_t>(line + 1, starts.size() - 1)]; }
-};
-
-int indentation(const std::string& line) {
-  int n = 0;
-  while (n < int(line.size()) && line[n] == ' ') ++n;
-  return n;
-}
-
-bool blankOrComment(const std::string& line) {
-  const size_t first = line.find_first_not_of(" \t\r\n");
-  return first == std::string::npos || line[first] == '#';
-}
-
-// Where a plain or quoted scalar that starts at `start` ends on its line.
-size_t scalarEnd(const std::string& text, size_t start, size_t lineEnd) {
-  if (start >= lineEnd) return start;
-  const char q = text[start];
-  if (q == '"' || q == '\'') {
-    for (size_t i = start + 1; i < lineEnd; ++i) {
-      if (q == '"' && text[i] == '\\') {
-        ++i;
-        continue;
-      }
-      if (text[i] == q) {
-        if (q == '\'' && i + 1 < lineEnd && text[i + 1] == '\'') {
-          ++i;
-          continue;
-        }
-        return i + 1;
-      }
-    }
-    return std::string::npos;
-  }
-  if (q == '[' || q == '{') {
-    const char close = q == '[' ? ']' : '}';
-    int depth = 0;
-    for (size_t i = start; i < lineEnd; ++i) {
-      if (text[i] == q) ++depth;
-      if (text[i] == close && --depth == 0) return i + 1;
-    }
-    return std::string::npos;
-  }
-  size_t end = start;
-  for (size_t i = start; i < lineEnd; ++i) {
-    if (text[i] == '#' && i > start && (text[i - 1] == ' ' || text[i - 1] == '\t')) break;
-    if (text[i] == '\n' || text[i] == '\r') break;
-    end = i + 1;
-  }
-  while (end > start && (text[end - 1] == ' ' || text[end - 1] == '\t')) --end;
-  return end;
-}
-
-// A value as block YAML lines indented by `indent` (for a map inserted under a key).
-std::string blockLines(const YAML::Node& value, int indent) {
-  YAML::Emitter out;
-  out.SetSeqFormat(YAML::Flow);
-  out.SetNullFormat(YAML::LowerNull);
-  out << value;
-  std::string result;
-  const std::string pad(indent, ' ');
-  for (const QString& line : QString::fromStdString(out.c_str()).split('\n'))
-    if (!line.isEmpty()) result += pad + line.toStdString() + "\n";
-  return result;
-}
-
-// "key: value" lines for inserting `key` into a block map whose keys sit at column `indent`.
-std::string keyLines(const std::string& key, const YAML::Node& value, int indent) {
-  const std::string pad(indent, ' ');
-  if (value.IsMap() && value.size() > 0) return pad + key + ":\n" + blockLines(value, indent + 2);
-  return pad + key + ": " + yamlpath::emit(value).toStdString() + "\n";
-}
-
-}  // namespace
-
-// Applies one edit to the text in place. False when the layout is not one this handles (flow maps,
-// block values replaced by others, ...); the caller then regenerates the text from the tree.
-bool ConfigDocument::patchText(std::string& text, const ConfigEdit& edit) const {
-  YAML::Node doc;
-  try {
-    doc = YAML::Load(text);
-  } catch (const YAML::Exception&) {
-    return false;
-  }
-  if (!doc.IsMap()) return false;
-  QStringList keys = edit.path.split('.');
-  // The deepest map on the path that exists; what is missing below it is inserted as one nested map.
-  YAML::Node parent;
-  parent.reset(doc);
-  int depth = 0;
-  while (depth + 1 < keys.size()) {
-    YAML::Node next = yamlpath::get(parent, keys[depth]);
-    if (!next.IsDefined() || !next.IsMap()) break;
-    parent.reset(next);
-    ++depth;
-  }
-  if (!parent.IsMap()) return false;
-  const std::string leaf = keys[depth].toStdString();
-  YAML::Node value = YAML::Clone(edit.value);
-  for (int i = int(keys.size()) - 1; i > depth; --i) {
-    if (edit.remove) return true;  // removing below a missing map: nothing to do
-    YAML::Node wrapper(YAML::NodeType::Map);
-    wrapper[keys[i].toStdString()] = value;
-    value.reset(wrapper);
-  }
-
-  const Lines lines(text);
-  auto lineText = [&](int l) { return text.substr(lines.begin(l), lines.end(l) - lines.begin(l)); };
-  YAML::Node keyNode, valueNode;
-  bool found = false;
-  for (auto it = parent.begin(); it != parent.end(); ++it) {
-    if (it->first.Scalar() == leaf) {
-      keyNode.reset(it->first);
-      valueNode.reset(it->second);
-      found = true;
-      break;
-    }
-  }
-  // Keys written in block style: only indentation (or a list dash) before them on their line.
-  auto blockKeyAt = [&](const YAML::Mark& m) {
-    if (m.line < 0 || m.line >= lines.count()) return false;
-    const std::string l = lineText(m.line);
-    if (int(l.size()) < m.column) return false;
-    const std::string before = l.substr(0, m.column);
-    return before.find_first_not_of(" -") == std::string::npos;
-  };
-
-  if (found) {
-    const YAML::Mark km = keyNode.Mark();
-    if (!blockKeyAt(km)) return false;
-    // The key found is a non-map on the way to the leaf: nothing to remove, or a scalar to turn into a map.
-    if (depth + 1 < keys.size()) return edit.remove;
-    if (edit.remove) {
-      int last = km.line;
-      for (int l = km.line + 1; l < lines.count(); ++l) {
-        const std::string lt = lineText(l);
-        if (blankOrComment(lt)) continue;
-        if (indentation(lt) <= km.column) break;
-        last = l;
-      }
-      text.erase(lines.begin(km.line), lines.end(last) - lines.begin(km.line));
-      return true;
-    }
-    if (value.IsMap() && value.size() > 0) return false;
-    const YAML::Mark vm = valueNode.Mark();
-    const size_t keyLineEnd = lines.end(km.line);
-    // `key:` with nothing after it (null): put the value after the colon.
-    const bool emptyValue = valueNode.IsNull() && (vm.line != km.line || vm.pos < 0 ||
-                                                   size_t(vm.pos) >= keyLineEnd ||
-                                                   text.compare(size_t(vm.pos), 1, "#") == 0);
-    if (emptyValue) {
-      const size_t keyStart = lines.begin(km.line) + km.column;
-      size_t colon = text.find(':', keyStart + leaf.size());
-      if (colon == std::string::npos || colon >= keyLineEnd) return false;
-      text.insert(colon + 1, " " + yamlpath::emit(value).toStdString());
-      return true;
-    }
-    if (vm.line != km.line || valueNode.IsMap() || (valueNode.IsSequence() && text[vm.pos] != '['))
-      return false;  // a block value
-    const size_t start = size_t(vm.pos);
-    const size_t end = scalarEnd(text, start, keyLineEnd);
-    if (end == std::string::npos || end <= start) return false;
-    text.replace(start, end - start, yamlpath::emit(value).toStdString());
-    return true;
-  }
-
-  if (edit.remove) return true;
-  // Insert after the last line belonging to the map, at its keys' indentation.
-  if (parent.size() == 0) return false;  // `{}`: regenerate
-  int column = 0, lastLine = -1;
-  for (auto it = parent.begin(); it != parent.end(); ++it) {
-    const YAML::Mark m = it->first.Mark();
-    if (!blockKeyAt(m)) return false;
-    column = m.column;
-    lastLine = std::max(lastLine, m.line);
-  }
-  int last = lastLine;
-  for (int l = lastLine + 1; l < lines.count(); ++l) {
-    const std::string lt = lineText(l);
-    if (blankOrComment(lt)) continue;
-    if (indentation(lt) <= column) break;
-    last = l;
-  }
-  size_t at = lines.end(last);
-  std::string insertion = keyLines(leaf, value, column);
-  if (at > 0 && text[at - 1] != '\n') insertion = "\n" + insertion;
-  text.insert(at, insertion);
-  return true;
-}
-
 void ConfigDocument::apply(const QVector<ConfigEdit>& edits) {
   if (edits.isEmpty()) return;
-  std::string text = text_.toStdString();
-  bool patched = parses();
-  for (const ConfigEdit& e : edits) {
-    if (e.remove)
-      yamlpath::remove(tree_, e.path);
-    else
-      yamlpath::set(tree_, e.path, e.value);
-    if (patched) patched = patchText(text, e);
-  }
-  // The patched text must say exactly what the tree says; otherwise regenerate it from the tree.
-  if (patched) {
-    try {
-      patched = yamlpath::same(YAML::Load(text), tree_);
-    } catch (const YAML::Exception&) {
-      patched = false;
-    }
-  }
-  if (!patched) {
-    // Keep the leading comment block (`# recipe: ...`, the description); the rest comes from the tree.
-    QString header;
-    for (const QString& line : text_.split('\n')) {
-      if (!line.startsWith('#')) break;
-      header += line + "\n";
-    }
-    tb::config::Config c;
-    c.root = tree_;
-    text = header.toStdString() + c.to_yaml();
-  }
-  text_ = QString::fromStdString(text);
+  std::vector<tb::config::YamlEdit> yamlEdits;
+  for (const ConfigEdit& e : edits) yamlEdits.push_back({e.path.toStdString(), e.value, e.remove});
+  text_ = QString::fromStdString(tb::config::apply_yaml_edits(text_.toStdString(), tree_, yamlEdits));
   parseError_.clear();
   setModified(true);
   Q_EMIT changed(Origin::Form);
@@ -597,7 +282,7 @@ void ConfigDocument::setModelPreset(const QString& presetName) {
   // by alias for the canonical name; fall back to the alias itself.
   QString prefix = kind == RecipeKind::Full ? "" : (kind == RecipeKind::Qlora ? "qlora_" : "lora_");
   QString component = prefix + presetName;
-  if (const auto* spec = tb::config::Registry::builtin().find(component.toStdString()))
+  if (const auto* spec = tb::components::builtin().find(component.toStdString()))
     component = QString::fromStdString(spec->name);
   QVector<ConfigEdit> edits = {ConfigEdit::set("model._component_", YAML::Node(component.toStdString()))};
   // Arguments of the generic builders do not apply to a preset.
@@ -621,6 +306,7 @@ tb::config::LoadResult ConfigDocument::validate(const std::vector<std::string>& 
   tb::config::LoadOptions options;
   options.overrides = overrides;
   options.recipe = recipe().toStdString();
+  options.registry = &tb::components::builtin();
   return tb::config::load_text(text_.toStdString(), displayName().toStdString(), options);
 }
 
@@ -641,10 +327,10 @@ QString overrideValue(const YAML::Node& v) {
   if (v.IsScalar()) return QString::fromStdString(v.Scalar());
   if (v.IsSequence()) {
     QStringList items;
-    for (const auto& item : v) items << (item.IsScalar() ? QString::fromStdString(item.Scalar()) : yamlpath::emit(item));
+    for (const auto& item : v) items << (item.IsScalar() ? QString::fromStdString(item.Scalar()) : QString::fromStdString(tb::config::yaml_flow(item)));
     return "[" + items.join(',') + "]";
   }
-  return yamlpath::emit(v);
+  return QString::fromStdString(tb::config::yaml_flow(v));
 }
 }  // namespace
 
@@ -662,7 +348,7 @@ QStringList ConfigDocument::cliOverrides() const {
   }
   for (const auto& [path, v] : now) {
     auto it = base.find(path);
-    if (it != base.end() && yamlpath::same(it->second, v)) continue;
+    if (it != base.end() && tb::config::yaml_same(it->second, v)) continue;
     changed << path + "=" + overrideValue(v);
   }
   return removed + changed;

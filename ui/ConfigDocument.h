@@ -1,7 +1,7 @@
 // The config being set up: its YAML text (what the editor shows, comments kept) and the raw YAML tree
 // (before interpolation) that the run-setup form reads and edits. Both views stay in sync:
 //  - a form edit changes the tree and then the text, patched in place where it can be (so comments and
-//    layout survive), else regenerated from the tree;
+//    layout survive), else regenerated from the tree (config/yaml_edit.h does both);
 //  - a text edit is parsed and, when it parses, replaces the tree.
 // changed(origin) tells each view whether it has to refresh. Torch-free: yaml-cpp and the config API only.
 #pragma once
@@ -96,7 +96,6 @@ class ConfigDocument : public QObject {
 
  private:
   void resetTo(const QString& text, const QString& filePath, const QString& bundledName);
-  bool patchText(std::string& text, const ConfigEdit& edit) const;
   void setModified(bool modified);
 
   QString text_;
@@ -108,14 +107,7 @@ class ConfigDocument : public QObject {
   bool modified_ = false;
 };
 
-// Helpers shared with tests: dotted paths on raw trees, order-insensitive comparison, shell quoting.
-namespace yamlpath {
-YAML::Node get(const YAML::Node& root, const QString& dotted);
-void set(YAML::Node& root, const QString& dotted, const YAML::Node& value);
-void remove(YAML::Node& root, const QString& dotted);
-bool same(const YAML::Node& a, const YAML::Node& b);
-QString emit(const YAML::Node& value);  // one-line YAML text of a value (flow style for lists)
-}  // namespace yamlpath
+// `arg` quoted for a POSIX shell where it needs quoting.
 QString shellQuote(const QString& arg);
 
 }  // namespace tb::ui

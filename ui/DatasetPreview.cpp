@@ -6,6 +6,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 
+#include "components/builtin.h"
 #include "config/registry.h"
 #include "data/dataset.h"
 #include "data/tokenizer.h"
@@ -58,7 +59,7 @@ DatasetPreviewResult rawDatasetPreview(const QString& dataFile, int maxSamples, 
 DatasetPreviewResult buildDatasetPreview(const tb::config::Config& config, int maxSamples) {
   const QString dataFile = dataFileOf(config);
   try {
-    const auto& registry = tb::config::Registry::builtin();
+    const auto& registry = tb::components::builtin();
     auto tokenizer = registry.build<std::shared_ptr<tb::data::Tokenizer>>(config.at("tokenizer"));
     if (!tokenizer) throw std::runtime_error("the tokenizer component built nothing");
     tb::data::DatasetContext context;

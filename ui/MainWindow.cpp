@@ -423,9 +423,9 @@ void MainWindow::onState(RunState state, const QString& message) {
 
 void MainWindow::onFinished(const RunOutcome& outcome) {
   checkpoints_->refresh();
-  if (outcome.status != tb::RunStatus::Failed) {
+  if (outcome.status != tb::training::RunStatus::Failed) {
     setBanner(QString("%1 after %2 steps, loss %3%4")
-                         .arg(outcome.status == tb::RunStatus::Completed ? "Completed" : "Stopped")
+                         .arg(outcome.status == tb::training::RunStatus::Completed ? "Completed" : "Stopped")
                          .arg(outcome.stepsDone)
                          .arg(outcome.lastLoss, 0, 'f', 4)
                          .arg(outcome.lastCheckpoint.isEmpty() ? QString() : "; saved " + outcome.lastCheckpoint));
@@ -435,7 +435,7 @@ void MainWindow::onFinished(const RunOutcome& outcome) {
     return;
   }
   if (options_.quitAfterSteps > 0 || (!options_.screenshot.isEmpty() && options_.autostart))
-    QTimer::singleShot(300, this, [this, outcome] { takeScreenshotsAndQuit(outcome.status == tb::RunStatus::Failed); });
+    QTimer::singleShot(300, this, [this, outcome] { takeScreenshotsAndQuit(outcome.status == tb::training::RunStatus::Failed); });
 }
 
 void MainWindow::takeScreenshotsAndQuit(int exitCode) {

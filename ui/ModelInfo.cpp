@@ -1,10 +1,6 @@
 #include "ModelInfo.h"
 
-#include <QDir>
-#include <QFile>
-#include <QFileInfo>
-#include <QJsonDocument>
-#include <QJsonObject>
+#include "checkpoint/hf_config.h"
 
 namespace tb::ui {
 
@@ -107,60 +103,13 @@ QString MemoryEstimate::describe() const {
   return lines.join('\n');
 }
 
-std::optional<tb::models::ModelArgs> modelArgsFromHfConfig(const QJsonObject& c, QString* error) {
-  tb::models::ModelArgs a;
-  auto need = [&](const char* key, int64_t& out) {
-    if (!c.value(key).isDouble()) {
-      if (error && error->isEmpty()) *error = QString("config.json: missing or non-numeric '%1'").arg(key);
-      return false;
-    }
-    out = c.value(key).toInteger();
-    return true;
-  };
-  if (error) error->clear();
-  bool ok = need("hidden_size", a.embed_dim) & need("num_hidden_layers", a.num_layers) &
-            need("num_attention_heads", a.num_heads) & need("vocab_size", a.vocab_size);
-  if (!ok) return std::nullopt;
-  a.num_kv_heads = c.value("num_key_value_heads").isDouble() ? c.value("num_key_value_heads").toInteger() : a.num_heads;
-  a.intermediate_dim = c.value("intermediate_size").isDouble() ? c.value("intermediate_size").toInteger()
-                                                               : tb::models::scale_hidden_dim_for_mlp(a.embed_dim);
-  a.max_seq_len = c.value("max_position_embeddings").toInteger(2048);
-  a.norm_eps = c.value("rms_norm_eps").toDouble(1e-5);
-  a.rope_base = c.value("rope_theta").toDouble(10000.0);
-  a.tie_word_embeddings = c.value("tie_word_embeddings").toBool(false);
-  try {
-    a.validate();
-  } catch (const std::exception& e) {
-    if (error) *error = QString("config.json: ") + e.what();
-    return std::nullopt;
-  }
-  return a;
-}
-
 std::optional<tb::models::ModelArgs> modelArgsFromHfFolder(const QString& folderOrFile, QString* error) {
-  const QFileInfo info(folderOrFile);
-  const QString path = info.isDir() ? QDir(folderOrFile).filePath("config.json") : folderOrFile;
-  QFile file(path);
-  if (!file.open(QIODevice::ReadOnly)) {
-    if (error) *error = path + ": " + file.errorString();
+  try {
+    return tb::checkpoint::read_hf_model_args(folderOrFile.toStdString());
+  } catch (const std::exception& e) {
+    if (error) *error = QString::fromStdString(e.what());
     return std::nullopt;
   }
-  QJsonParseError parseError;
-  const QJsonDocument doc = QJsonDocument::fromJson(file.readAll(), &parseError);
-  if (!doc.isObject()) {
-    if (error) *error = path + ": not a JSON object (" + parseError.errorString() + ")";
-    return std::nullopt;
-  }
-  auto args = modelArgsFromHfConfig(doc.object(), error);
-  if (!args && error) error->replace("config.json", path);
-  return args;
-}
-
-QString hfModelType(const QJsonObject& c) {
-  const QString type = c.value("model_type").toString().toLower();
-  if (type == "mistral") return "MISTRAL";
-  if (c.value("vocab_size").toInteger() >= 128000) return c.value("tie_word_embeddings").toBool() ? "LLAMA3_2" : "LLAMA3";
-  return "LLAMA2";
 }
 
 std::optional<tb::models::ModelArgs> modelArgsOf(const ConfigDocument& doc, QString* error) {

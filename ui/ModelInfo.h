@@ -13,8 +13,6 @@
 #include "ConfigDocument.h"
 #include "models/model_args.h"
 
-class QJsonObject;
-
 namespace tb::ui {
 
 struct LoraTargets {
@@ -47,12 +45,9 @@ constexpr double kNf4BytesPerParam = 0.5 + 1.0 / 64 + 4.0 / (64 * 256);
 MemoryEstimate estimateMemory(const tb::models::ModelArgs& args, RecipeKind kind, const QString& dtype,
                               const LoraTargets& lora, int64_t batchSize, int64_t seqLen);
 
-// The architecture of a Hugging Face config.json (LlamaConfig / MistralConfig fields).
-std::optional<tb::models::ModelArgs> modelArgsFromHfConfig(const QJsonObject& config, QString* error);
-// <folder>/config.json, or the file itself.
+// The architecture of <folder>/config.json (or of the file itself), read as the engine reads it
+// (checkpoint/hf_config.h); nullopt with the engine's message, naming the file, when it cannot be.
 std::optional<tb::models::ModelArgs> modelArgsFromHfFolder(const QString& folderOrFile, QString* error);
-// checkpointer.model_type for a config.json: LLAMA2, LLAMA3, LLAMA3_2 or MISTRAL.
-QString hfModelType(const QJsonObject& config);
 
 // The architecture the document's model component builds (preset, generic builder or from_hf_config).
 std::optional<tb::models::ModelArgs> modelArgsOf(const ConfigDocument& doc, QString* error = nullptr);

@@ -26,21 +26,24 @@
 #include <QVBoxLayout>
 
 #include "ModelInfo.h"
+#include "checkpoint/hf_config.h"
+#include "config/yaml_edit.h"
 
 namespace tb::ui {
 
 namespace {
 const char* const kCompileTooltip =
     "<p><b>compile: true</b> — like torch.compile, the training step is captured and lowered to fused, "
-    "multi-threaded CPU kernels.</p>"
-    "<p>The first step(s) are a <b>warm-up</b>: the backend builds its plan, times kernel variants, and checks "
-    "the fused step against the eager one on the first batch. That cost is measured, logged as a compile event "
-    "and shaded on the step-time plot; the ETA ignores it.</p>"
+    "multi-threaded CPU kernels with hand-written backward passes; its matrix products go through oneDNN "
+    "where the warm-up times it faster.</p>"
+    "<p>The first step is a <b>warm-up</b>: the backend picks its plan, times kernel variants, and checks "
+    "the fused step against the eager one on the first batch (falling back to eager if they disagree). That "
+    "cost is measured, logged as a compile event and shaded on the step-time plot; the ETA ignores it.</p>"
     "<p>The plan is cached on disk, so the next run of the same shape warms up faster. The compiled step needs "
-    "much less memory (the full logits and the attention matrix never exist). In fp32 it ran 2.0-2.5x eager "
-    "on a CPU with AVX-512, in good part because its matrix products go through oneDNN's AVX-512 kernels where "
-    "the BLAS picked AVX2 ones; in bf16 it ran 1.4-2.1x eager (tunebench-cli bench compile measures your "
-    "shape). Checkpoints are identical either way.</p>";
+    "less memory (the full logits and the attention matrix never exist). Checkpoints are identical either "
+    "way.</p>"
+    "<p>How much faster depends on the CPU, the dtype and the shape: <tt>tunebench-cli bench compile</tt> "
+    "measures yours, and docs/compile.md holds the table measured on the project's machines.</p>";
 
 constexpr const char* kChooseFile = "Choose file…";
 
@@ -300,9 +303,7 @@ bool RunSetupPanel::openModelFolder(const QString& folder, QString* error) {
     if (error) *error = why;
     return false;
   }
-  QFile configFile(QDir(folder).filePath("config.json"));
-  configFile.open(QIODevice::ReadOnly);
-  const QJsonObject hf = QJsonDocument::fromJson(configFile.readAll()).object();
+  const std::string modelType = tb::checkpoint::hf_model_type(tb::checkpoint::read_hf_config(folder.toStdString()));
 
   const QDir dir(folder);
   QStringList files = dir.entryList({"*.safetensors"}, QDir::Files, QDir::Name);
@@ -332,7 +333,7 @@ bool RunSetupPanel::openModelFolder(const QString& folder, QString* error) {
   if (kind == RecipeKind::Qlora) edits << ConfigEdit::scalar("model.quantize_base", "true");
   edits << ConfigEdit::set("checkpointer.checkpoint_dir", YAML::Node(abs.toStdString()));
   edits << ConfigEdit::set("checkpointer.checkpoint_files", list);
-  edits << ConfigEdit::set("checkpointer.model_type", YAML::Node(hfModelType(hf).toStdString()));
+  edits << ConfigEdit::set("checkpointer.model_type", YAML::Node(modelType));
   if (QFileInfo(dir.filePath("tokenizer.model")).isFile())
     edits << ConfigEdit::set("tokenizer.path", YAML::Node(dir.filePath("tokenizer.model").toStdString()));
   doc_->apply(edits);
@@ -416,7 +417,8 @@ void RunSetupPanel::updateModelInfo() {
 }
 
 void RunSetupPanel::schedulePreview() {
-  const QString key = yamlpath::emit(doc_->value("dataset")) + yamlpath::emit(doc_->value("tokenizer"));
+  const QString key = QString::fromStdString(tb::config::yaml_flow(doc_->value("dataset")) +
+                                             tb::config::yaml_flow(doc_->value("tokenizer")));
   if (key == previewKey_) return;
   previewKey_ = key;
   if (!previewTimer_) {

@@ -45,7 +45,7 @@ RunEvent runEventFromJson(const nlohmann::json& j);
 
 // How a run ended.
 struct RunOutcome {
-  tb::RunStatus status = tb::RunStatus::Completed;
+  tb::training::RunStatus status = tb::training::RunStatus::Completed;
   QString message;
   int64_t stepsDone = 0;
   double lastLoss = 0;

@@ -31,6 +31,8 @@ bool TrainingController::isActive() const {
   return state_ == RunState::Running || state_ == RunState::Paused || state_ == RunState::Stopping;
 }
 
+bool TrainingController::isHeld() const { return control_ && control_->held; }
+
 bool TrainingController::start(const tb::config::Config& config, const QString& recipe, QString* error) {
   if (isActive()) {
     if (error) *error = "a run is already in progress";
@@ -40,7 +42,7 @@ bool TrainingController::start(const tb::config::Config& config, const QString& 
     if (error) *error = "the recipe '" + recipe + "' is not built into this version yet";
     return false;
   }
-  control_ = std::make_shared<tb::RunControl>();
+  control_ = std::make_shared<tb::training::RunControl>();
   recipe_ = recipe;
   outputDir_ = QString::fromStdString(config.get_string("output_dir", ""));
   lastOutcome_ = {};
@@ -79,9 +81,9 @@ void TrainingController::stop(bool saveCheckpoint) {
 void TrainingController::onFinished(const RunOutcome& outcome) {
   lastOutcome_ = outcome;
   switch (outcome.status) {
-    case tb::RunStatus::Completed: setState(RunState::Completed, outcome.message); break;
-    case tb::RunStatus::Stopped: setState(RunState::Stopped, outcome.message); break;
-    case tb::RunStatus::Failed:
+    case tb::training::RunStatus::Completed: setState(RunState::Completed, outcome.message); break;
+    case tb::training::RunStatus::Stopped: setState(RunState::Stopped, outcome.message); break;
+    case tb::training::RunStatus::Failed:
       setState(RunState::Failed, outcome.message.isEmpty() ? "the recipe gave no reason" : outcome.message);
       break;
   }

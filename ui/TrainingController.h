@@ -35,6 +35,8 @@ class TrainingController : public QObject {
   RunState state() const { return state_; }
   QString stateMessage() const { return stateMessage_; }
   bool isActive() const;  // running, paused or stopping
+  // Whether the run has reached a pause: its step in flight has landed and it waits between steps.
+  bool isHeld() const;
   // Spins the event loop until the run ends or the timeout passes; true when it ended.
   bool waitUntilFinished(int timeoutMs);
   RunOutcome lastOutcome() const { return lastOutcome_; }
@@ -61,7 +63,7 @@ class TrainingController : public QObject {
 
   std::unique_ptr<TrainingWorker> worker_;  // destroyed after the thread below has been joined
   std::unique_ptr<QThread, QuitAndWait> thread_;
-  std::shared_ptr<tb::RunControl> control_;
+  std::shared_ptr<tb::training::RunControl> control_;
   RunState state_ = RunState::Idle;
   QString stateMessage_;
   RunOutcome lastOutcome_;

@@ -1,24 +1,25 @@
 #include "TrainingWorker.h"
 
+#include "components/builtin.h"
 #include "training/metric_loggers.h"
 
 namespace tb::ui {
 
 void TrainingWorker::run(const tb::config::Config& config, const QString& recipeName,
-                         const std::shared_ptr<tb::RunControl>& control) {
+                         const std::shared_ptr<tb::training::RunControl>& control) {
   RunOutcome outcome;
   const tb::RecipeInfo* recipe = tb::find_recipe(recipeName.toStdString());
   if (!recipe) {
-    outcome.status = tb::RunStatus::Failed;
+    outcome.status = tb::training::RunStatus::Failed;
     outcome.message = "the recipe '" + recipeName + "' is not built into this version";
     Q_EMIT finished(outcome);
     return;
   }
   std::unique_ptr<tb::training::FanOutLogger> logger;
   try {
-    logger = tb::training::make_metric_logger(config);
+    logger = tb::training::make_metric_logger(config, tb::components::builtin());
   } catch (const std::exception& e) {
-    outcome.status = tb::RunStatus::Failed;
+    outcome.status = tb::training::RunStatus::Failed;
     outcome.message = QString::fromStdString(e.what());
     Q_EMIT finished(outcome);
     return;
@@ -28,12 +29,12 @@ void TrainingWorker::run(const tb::config::Config& config, const QString& recipe
       [this](const tb::training::StepMetrics& m) { Q_EMIT stepLogged(m); },
       [this](const nlohmann::json& j) { Q_EMIT eventLogged(runEventFromJson(j)); }));
 
-  tb::RunResult result;
+  tb::training::RunResult result;
   try {
     result = recipe->run(config, *logger, *control);
   } catch (const std::exception& e) {
     // Recipes report their own end event; one that throws gets it here, as in the CLI.
-    result.status = tb::RunStatus::Failed;
+    result.status = tb::training::RunStatus::Failed;
     result.message = e.what();
     logger->log_event({{"event", "end"}, {"status", "failed"}, {"message", result.message}});
   }

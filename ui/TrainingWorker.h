@@ -19,7 +19,7 @@ class TrainingWorker : public QObject {
   using QObject::QObject;
   // Blocks the worker thread until the recipe returns. The metric stream goes to the config's loggers
   // (metrics.jsonl is always written) and, through the signals, to the GUI.
-  void run(const tb::config::Config& config, const QString& recipe, const std::shared_ptr<tb::RunControl>& control);
+  void run(const tb::config::Config& config, const QString& recipe, const std::shared_ptr<tb::training::RunControl>& control);
 
  Q_SIGNALS:
   void stepLogged(const tb::training::StepMetrics& metrics);

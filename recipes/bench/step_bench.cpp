@@ -16,7 +16,7 @@ namespace {
 // Keeps every step and the memory budget; asks the run to stop, without saving, after its last step.
 class BenchLogger : public training::MetricLogger {
  public:
-  BenchLogger(RunControl& control, int64_t last_step, std::function<void(int64_t, int64_t)> progress,
+  BenchLogger(training::RunControl& control, int64_t last_step, std::function<void(int64_t, int64_t)> progress,
               const std::atomic<bool>* interrupt, std::string profile_path)
       : control_(control),
         last_step_(last_step),
@@ -46,7 +46,7 @@ class BenchLogger : public training::MetricLogger {
   nlohmann::json compile;  // the warm-up event of a compiled run
 
  private:
-  RunControl& control_;
+  training::RunControl& control_;
   int64_t last_step_;
   std::function<void(int64_t, int64_t)> progress_;
   const std::atomic<bool>* interrupt_;
@@ -111,11 +111,11 @@ nlohmann::json bench_steps(const RecipeInfo& recipe, const config::Config& cfg, 
   if (options.warmup < 0) throw std::runtime_error("bench: --warmup must not be negative");
   const int64_t measured_end = options.warmup + options.steps;
   const int64_t total = measured_end + (options.profile_path.empty() ? 0 : 1);
-  RunControl control;
+  training::RunControl control;
   control.save_on_stop = false;
   BenchLogger logger(control, total, options.progress, options.interrupt, options.profile_path);
-  const RunResult result = recipe.run(cfg, logger, control);
-  if (result.status == RunStatus::Failed) throw std::runtime_error("bench: the run failed: " + result.message);
+  const training::RunResult result = recipe.run(cfg, logger, control);
+  if (result.status == training::RunStatus::Failed) throw std::runtime_error("bench: the run failed: " + result.message);
   if (options.interrupt && options.interrupt->load())
     throw std::runtime_error("bench: interrupted after " + std::to_string(logger.steps.size()) + " of " +
                              std::to_string(total) + " steps");

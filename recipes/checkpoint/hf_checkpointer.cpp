@@ -283,7 +283,7 @@ std::string FullModelHFCheckpointer::save_state(const std::string& folder, const
     config = read_hf_config(*options_.checkpoint_dir);
     config["torch_dtype"] = hf_torch_dtype_name(dtype);
   } else {
-    config = hf_config_from_model_args(args, options_.model_type, dtype);
+    config = hf_config_from_model_args(args, options_.model_type, hf_torch_dtype_name(dtype));
   }
   save_model_state(target.string(), state, config, options_.max_shard_bytes);
   return target.string();

@@ -1,6 +1,7 @@
 #include "checkpoint/hf_config.h"
 
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 #include <sys/stat.h>
 
@@ -86,10 +87,17 @@ models::ModelArgs model_args_from_hf_config(const nlohmann::json& c, const std::
   return a;
 }
 
-nlohmann::json read_hf_config(const std::string& path) {
+namespace {
+// <path>/config.json for a folder, else `path` itself.
+std::string config_file(const std::string& path) {
   struct stat st {};
   const bool is_dir = ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-  const std::string file = is_dir ? path + "/config.json" : path;
+  return is_dir ? path + "/config.json" : path;
+}
+}  // namespace
+
+nlohmann::json read_hf_config(const std::string& path) {
+  const std::string file = config_file(path);
   std::ifstream in(file);
   if (!in) throw std::runtime_error(file + ": cannot open (a Hugging Face checkpoint folder holds a config.json)");
   try {
@@ -100,16 +108,18 @@ nlohmann::json read_hf_config(const std::string& path) {
 }
 
 models::ModelArgs read_hf_model_args(const std::string& path) {
-  return model_args_from_hf_config(read_hf_config(path), path);
+  return model_args_from_hf_config(read_hf_config(path), config_file(path));  // messages name the file
 }
 
-std::string hf_torch_dtype_name(torch::ScalarType dtype) {
-  switch (dtype) {
-    case torch::kFloat: return "float32";
-    case torch::kBFloat16: return "bfloat16";
-    case torch::kHalf: return "float16";
-    default: throw std::invalid_argument(std::string("no Hugging Face torch_dtype for ") + c10::toString(dtype));
+std::string hf_model_type(const nlohmann::json& c) {
+  if (!c.is_object()) return "LLAMA2";
+  if (c.value("model_type", std::string()) == "mistral") return "MISTRAL";
+  const auto vocab = c.find("vocab_size");
+  if (vocab != c.end() && vocab->is_number_integer() && vocab->get<int64_t>() >= 128000) {
+    const auto tied = c.find("tie_word_embeddings");
+    return tied != c.end() && tied->is_boolean() && tied->get<bool>() ? "LLAMA3_2" : "LLAMA3";
   }
+  return "LLAMA2";
 }
 
 void check_model_type(const std::string& t) {
@@ -118,7 +128,7 @@ void check_model_type(const std::string& t) {
 }
 
 nlohmann::json hf_config_from_model_args(const models::ModelArgs& a, const std::string& model_type,
-                                         torch::ScalarType dtype) {
+                                         const std::string& torch_dtype) {
   check_model_type(model_type);
   const bool mistral = model_type == "MISTRAL";
   nlohmann::json c;
@@ -141,7 +151,7 @@ nlohmann::json hf_config_from_model_args(const models::ModelArgs& a, const std::
   c["mlp_bias"] = false;
   c["initializer_range"] = 0.02;
   c["use_cache"] = true;
-  c["torch_dtype"] = hf_torch_dtype_name(dtype);
+  c["torch_dtype"] = torch_dtype;
   if (mistral) c["sliding_window"] = nullptr;  // our attention is full; HF's default window is 4096
   if (a.rope_scaling) {
     c["rope_scaling"] = {{"rope_type", "llama3"},

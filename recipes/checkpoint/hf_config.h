@@ -1,10 +1,10 @@
-// Hugging Face config.json (LlamaConfig / MistralConfig) <-> ModelArgs.
+// Hugging Face config.json (LlamaConfig / MistralConfig) <-> ModelArgs. No LibTorch here: the window
+// reads model folders through these functions too.
 #pragma once
 
 #include <string>
 
 #include <nlohmann/json.hpp>
-#include <torch/torch.h>
 
 #include "models/model_args.h"
 
@@ -20,12 +20,14 @@ nlohmann::json read_hf_config(const std::string& path);
 models::ModelArgs read_hf_model_args(const std::string& path);
 
 // A config.json for `args` that Hugging Face transformers loads as LlamaForCausalLM (or
-// MistralForCausalLM for model_type MISTRAL). model_type: LLAMA2, LLAMA3, LLAMA3_2, MISTRAL.
+// MistralForCausalLM for model_type MISTRAL). model_type: LLAMA2, LLAMA3, LLAMA3_2, MISTRAL;
+// torch_dtype: "float32", "bfloat16" or "float16" (hf_convert.h's hf_torch_dtype_name).
 nlohmann::json hf_config_from_model_args(const models::ModelArgs& args, const std::string& model_type,
-                                         torch::ScalarType dtype);
+                                         const std::string& torch_dtype);
 
-// "float32", "bfloat16", "float16" (throws for other types).
-std::string hf_torch_dtype_name(torch::ScalarType dtype);
+// The checkpointer.model_type that fits a config.json: MISTRAL for model_type mistral; for Llama, LLAMA3 or
+// LLAMA3_2 (tied embeddings) when its vocabulary is Llama 3's (128k tokens or more), else LLAMA2.
+std::string hf_model_type(const nlohmann::json& config);
 
 // Throws std::invalid_argument unless model_type is one of LLAMA2, LLAMA3, LLAMA3_2, MISTRAL.
 void check_model_type(const std::string& model_type);

@@ -143,4 +143,13 @@ bool natural_key_less(const std::string& a, const std::string& b) {
   return a.size() - i < b.size() - j;
 }
 
+std::string hf_torch_dtype_name(torch::ScalarType dtype) {
+  switch (dtype) {
+    case torch::kFloat: return "float32";
+    case torch::kBFloat16: return "bfloat16";
+    case torch::kHalf: return "float16";
+    default: throw std::invalid_argument(std::string("no Hugging Face torch_dtype for ") + c10::toString(dtype));
+  }
+}
+
 }  // namespace tb::checkpoint

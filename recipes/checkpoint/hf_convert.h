@@ -37,6 +37,9 @@ StateDict hf_to_tune(const StateDict& hf, const models::ModelArgs& args);
 // Throws for a name that is not a base weight. Tied models carry no lm_head.
 StateDict tune_to_hf(const StateDict& ours, const models::ModelArgs& args);
 
+// A dtype's Hugging Face torch_dtype name: "float32", "bfloat16", "float16" (throws for other types).
+std::string hf_torch_dtype_name(torch::ScalarType dtype);
+
 // Natural order: digit runs compare by value, so layers.2 sorts before layers.10.
 bool natural_key_less(const std::string& a, const std::string& b);
 

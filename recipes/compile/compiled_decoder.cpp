@@ -19,7 +19,7 @@
 #include "compile/fused_attention.h"
 #include "compile/fused_kernels.h"
 #include "compile/fused_nf4.h"
-#include "training/recipe_support.h"
+
 
 namespace fs = std::filesystem;
 
@@ -71,9 +71,9 @@ torch::Tensor CompiledDecoderImpl::output_weight() {
 }
 
 torch::Tensor CompiledDecoderImpl::token_loss_sum(const torch::Tensor& hidden, const torch::Tensor& labels,
-                                                  const training::LossSpec& spec) {
+                                                  const models::LossSpec& spec) {
   const auto weight = output_weight();
-  if (!weight.defined()) return training::token_loss_sum(*orig_, hidden, labels, spec);
+  if (!weight.defined()) return models::token_loss_sum(*orig_, hidden, labels, spec);
   return fused_linear_cross_entropy(hidden.reshape({-1, hidden.size(-1)}), weight, labels.reshape({-1}),
                                     spec.ignore_index, plan.ce_chunk_rows, plan.gemm);
 }
@@ -231,7 +231,7 @@ GemmBackend tune_gemm_backend(const models::ModelArgs& args, torch::ScalarType d
 // The chunk size of the fused loss that runs fastest here, timed on this batch's hidden states; the
 // attention tile timed at the batch's shape.
 CompilePlan tune(CompiledDecoderImpl& compiled, const torch::Tensor& hidden, const torch::Tensor& labels,
-                 const training::LossSpec& spec) {
+                 const models::LossSpec& spec) {
   const auto weight = compiled.output_weight();
   CompilePlan best;
   const auto& args = compiled.orig_mod()->args();
@@ -272,7 +272,7 @@ std::optional<std::string> unsupported_device_reason(const torch::Device& device
          " backend yet (graph capture of the step and device kernels plug in here); the step runs eager";
 }
 
-WarmupReport warm_up(CompiledDecoderImpl& compiled, const data::TensorBatch& batch, const training::LossSpec& spec,
+WarmupReport warm_up(CompiledDecoderImpl& compiled, const data::TensorBatch& batch, const models::LossSpec& spec,
                      const std::vector<torch::Tensor>& params, double tolerance) {
   const auto start = Clock::now();
   WarmupReport report;
@@ -283,7 +283,7 @@ WarmupReport warm_up(CompiledDecoderImpl& compiled, const data::TensorBatch& bat
   const auto rng_before = generator.get_state();
 
   // The eager step on this batch: the reference.
-  auto eager_loss = training::token_loss_sum(model, model.forward_hidden(batch.tokens, batch.input_pos), batch.labels, spec);
+  auto eager_loss = models::token_loss_sum(model, model.forward_hidden(batch.tokens, batch.input_pos), batch.labels, spec);
   eager_loss.backward();
   if (auto reason = unsupported_device_reason(model.tok_embeddings->weight.device())) {
     report.fallback = true;

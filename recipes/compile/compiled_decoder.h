@@ -16,7 +16,7 @@
 #include "compile/gemm.h"
 #include "data/batch_tensors.h"
 #include "models/transformer.h"
-#include "training/optim.h"
+#include "models/loss.h"
 
 namespace tb::compile {
 
@@ -36,9 +36,9 @@ class CompiledDecoderImpl : public torch::nn::Module {
   models::TransformerDecoder orig_mod() const { return orig_; }
   // The final-norm output [B, T, dim], as orig_mod()->forward_hidden, through the fused kernels.
   torch::Tensor forward_hidden(const torch::Tensor& tokens, const torch::Tensor& input_pos = {});
-  // As training::token_loss_sum: the fused output projection + cross entropy when the output is a
+  // As models::token_loss_sum: the fused output projection + cross entropy when the output is a
   // plain weight (tied or untied), else the eager loss.
-  torch::Tensor token_loss_sum(const torch::Tensor& hidden, const torch::Tensor& labels, const training::LossSpec& spec);
+  torch::Tensor token_loss_sum(const torch::Tensor& hidden, const torch::Tensor& labels, const models::LossSpec& spec);
   // The output weight the fused loss uses; undefined when the output projection is not a plain weight.
   torch::Tensor output_weight();
 
@@ -81,7 +81,7 @@ struct WarmupReport {
 // gradients of the path it kept in `params`. On a device without a backend
 // (unsupported_device_reason) it runs only the eager step and reports a fallback. TUNEBENCH_COMPILE_FORCE_MISMATCH=1 forces a mismatch
 // (for tests of the fallback).
-WarmupReport warm_up(CompiledDecoderImpl& compiled, const data::TensorBatch& batch, const training::LossSpec& spec,
+WarmupReport warm_up(CompiledDecoderImpl& compiled, const data::TensorBatch& batch, const models::LossSpec& spec,
                      const std::vector<torch::Tensor>& params, double tolerance);
 
 }  // namespace tb::compile

@@ -156,6 +156,11 @@ std::string Config::get_string(const std::string& dotted, const std::string& fal
   return v.Scalar();
 }
 
+bool Config::has_component(const std::string& dotted) const {
+  const YAML::Node node = at(dotted);
+  return node.IsDefined() && node.IsMap();
+}
+
 Diagnostic Config::where(const std::string& dotted, const std::string& message) const {
   std::vector<std::string> segments = path_segments(dotted);
   // The value itself, else the nearest enclosing key that was written down.
@@ -194,9 +199,7 @@ LoadResult load_text(const std::string& text, const std::string& display_name, c
     Node root = from_yaml(yaml, display_name, diags);
     if (root.is_map()) apply_overrides(root, options.overrides, diags);
     resolve_interpolations(root, display_name, diags);
-    const Registry* registry = options.validate_components ? (options.registry ? options.registry : &Registry::builtin())
-                                                           : nullptr;
-    validate_tree(root, options.recipe, registry, display_name, diags);
+    validate_tree(root, options.recipe, options.registry, display_name, diags);
     sort_diagnostics(diags);
     if (!diags.empty()) return result;
 

@@ -41,6 +41,8 @@ struct Config {
   double get_float(const std::string& dotted, double fallback) const;
   bool get_bool(const std::string& dotted, bool fallback) const;
   std::string get_string(const std::string& dotted, const std::string& fallback) const;
+  // Whether `dotted` holds a component (a map with `_component_`), e.g. an optional lr_scheduler.
+  bool has_component(const std::string& dotted) const;
 
   // A diagnostic pointing at where `dotted` was set (its file line and column, or the override that set
   // it), for problems found later, e.g. when a run finds that checkpointer.checkpoint_dir does not exist.
@@ -59,8 +61,9 @@ struct LoadResult {
 struct LoadOptions {
   std::vector<std::string> overrides;  // `a.b=v`, `a=[x,y]`, `dataset=name`, `~a.b`
   std::string recipe;                  // validate the recipe-specific keys of this recipe
-  bool validate_components = true;     // check `_component_` names and their arguments
-  const Registry* registry = nullptr;  // the components to check against; nullptr = Registry::builtin()
+  // The components `_component_` names are looked up in, with their arguments (components::builtin()
+  // for the product's own). nullptr: components are checked for their shape only (a map with a name).
+  const Registry* registry = nullptr;
 };
 
 // `name_or_path` is a file path or a bundled config name such as `tiny/full_single_device`

@@ -1,6 +1,5 @@
 #include "config/registry.h"
 
-#include "config/components.h"
 #include "config/scalar.h"
 
 namespace tb::config {
@@ -94,19 +93,6 @@ std::vector<std::string> Args::get_strings(const std::string& name) const {
 }
 
 // ---- Registry --------------------------------------------------------------------------------------------
-
-const Registry& Registry::builtin() {
-  static const Registry registry = [] {
-    Registry r;
-    models::register_components(r);
-    checkpoint::register_components(r);
-    data::register_components(r);
-    training::register_components(r);
-    training::register_optim_components(r);
-    return r;
-  }();
-  return registry;
-}
 
 void Registry::add_erased(ComponentSpec spec, std::any builder) {
   std::vector<std::string> names = spec.aliases;

@@ -1,7 +1,7 @@
-// The component registry: `_component_` names (torchtune's dotted names and short aliases) mapped to
-// C++ builders with typed, validated arguments. Every subsystem registers its own components from
-// an explicit `register_*_components(Registry&)` function (no static self-registration: the linker
-// drops unreferenced objects of a static library).
+// The component registry's mechanism: `_component_` names (torchtune's dotted names and short aliases)
+// mapped to C++ builders with typed, validated arguments. What is registered is decided at the top of
+// the engine (components/builtin.h), explicitly (no static self-registration: the linker drops
+// unreferenced objects of a static library).
 #pragma once
 
 #include <any>
@@ -23,11 +23,38 @@ struct ArgSpec {
   std::string name;
   ArgType type = ArgType::Any;
   bool required = false;
-  bool nullable = false;       // `null` is an accepted value (e.g. checkpoint_dir: null)
-  std::string default_value;   // YAML text of the default, empty when there is none
+  bool nullable = false;      // `null` is an accepted value (e.g. checkpoint_dir: null)
+  std::string default_value;  // YAML text of the default, empty when there is none
   std::string help;
   std::vector<std::string> choices = {};  // when non-empty, the value must be one of these (String, Path)
+
+  // Named setters, so a spec reads as what it says: arg("lr", ArgType::Float, "learning rate").or_default("0.001")
+  ArgSpec& must_be_set(bool needed = true) {
+    required = needed;
+    return *this;
+  }
+  ArgSpec& or_null() {
+    nullable = true;
+    return *this;
+  }
+  ArgSpec& or_default(std::string yaml) {
+    default_value = std::move(yaml);
+    return *this;
+  }
+  ArgSpec& one_of(std::vector<std::string> allowed) {
+    choices = std::move(allowed);
+    return *this;
+  }
 };
+
+// An optional argument of `type` with no default; chain must_be_set(), or_null(), or_default(), one_of().
+inline ArgSpec arg(std::string name, ArgType type, std::string help = {}) {
+  ArgSpec spec;
+  spec.name = std::move(name);
+  spec.type = type;
+  spec.help = std::move(help);
+  return spec;
+}
 
 // What the config of one component may hold. `kind` says where it may appear.
 struct ComponentSpec {
@@ -43,7 +70,7 @@ struct ComponentSpec {
 class Args {
  public:
   Args(const ComponentSpec* spec, YAML::Node node) : spec_(spec), node_(std::move(node)) {}
-  bool has(const std::string& name) const;    // present and not null (or has a non-empty default)
+  bool has(const std::string& name) const;  // present and not null (or has a non-empty default)
   bool is_null(const std::string& name) const;
   int64_t get_int(const std::string& name) const;
   double get_float(const std::string& name) const;
@@ -63,9 +90,6 @@ class Args {
 
 class Registry {
  public:
-  // The registry with every built-in component registered (built once, thread-safe).
-  static const Registry& builtin();
-
   template <class Product>
   void add(ComponentSpec spec, std::function<Product(const Args&)> builder) {
     add_erased(std::move(spec), std::any(std::move(builder)));

@@ -4,7 +4,10 @@
 #include "config/schema.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <thread>
+
+#include "config/scalar.h"
 
 namespace tb::config {
 namespace {
@@ -126,5 +129,84 @@ const KeySpec* find_key(const std::string& name) {
 }
 
 std::vector<std::string> schema_recipes() { return {kFullFinetuneRecipe, kLoraFinetuneRecipe}; }
+
+namespace {
+
+// The scalar text in effect for `key`; nullopt when it is null.
+std::optional<std::string> setting_text(const Config& cfg, const std::string& key, const char* type) {
+  const KeySpec* spec = find_key(key);
+  if (!spec || !spec->component_kind.empty()) throw std::logic_error("'" + key + "' is not a setting of the schema");
+  const YAML::Node node = cfg.at(key);
+  if (node.IsDefined() && node.IsScalar()) return node.Scalar();
+  if (node.IsDefined() && !node.IsNull())
+    throw std::runtime_error(cfg.where(key, "'" + key + "' must be " + type).format());
+  // Absent or null: the default (num_threads: the machine's), when there is one.
+  const std::string text = spec->computed_default ? spec->computed_default() : spec->value.default_value;
+  if (text.empty() || classify_plain(text) == ScalarKind::Null) return std::nullopt;
+  if (node.IsDefined() && !spec->computed_default) return std::nullopt;  // an explicit null
+  return text;
+}
+
+template <class T>
+T parsed(const Config& cfg, const std::string& key, const std::optional<T>& value, const char* type) {
+  if (!value) throw std::runtime_error(cfg.where(key, "'" + key + "' must be " + type + ", not null").format());
+  return *value;
+}
+
+template <class T, class Parse>
+std::optional<T> optional_setting(const Config& cfg, const std::string& key, const char* type, Parse parse) {
+  const auto text = setting_text(cfg, key, type);
+  if (!text) return std::nullopt;
+  const std::optional<T> value = parse(*text);
+  if (!value) throw std::runtime_error(cfg.where(key, "'" + key + "' must be " + type + ", got '" + *text + "'").format());
+  return value;
+}
+
+}  // namespace
+
+std::string setting_string(const Config& cfg, const std::string& key) {
+  return parsed<std::string>(cfg, key, setting_text(cfg, key, "a string"), "a string");
+}
+
+bool setting_bool(const Config& cfg, const std::string& key) {
+  return parsed<bool>(cfg, key, optional_setting<bool>(cfg, key, "true or false", parse_bool), "true or false");
+}
+
+int64_t setting_int(const Config& cfg, const std::string& key) {
+  return parsed<int64_t>(cfg, key, setting_optional_int(cfg, key), "an integer");
+}
+
+double setting_float(const Config& cfg, const std::string& key) {
+  return parsed<double>(cfg, key, setting_optional_float(cfg, key), "a number");
+}
+
+std::optional<int64_t> setting_optional_int(const Config& cfg, const std::string& key) {
+  return optional_setting<int64_t>(cfg, key, "an integer", parse_int);
+}
+
+std::optional<double> setting_optional_float(const Config& cfg, const std::string& key) {
+  return optional_setting<double>(cfg, key, "a number", parse_float);
+}
+
+std::vector<std::string> no_effect_warnings(const Config& cfg) {
+  std::vector<std::string> out;
+  auto warn = [&](const std::string& what, const KeySpec& k) {
+    out.push_back(what + " is accepted for torchtune configs but does nothing here (" + k.value.help + ")");
+  };
+  for (const KeySpec& k : recipe_schema()) {
+    if (k.effect != Effect::NoEffect) continue;
+    const std::string& key = k.value.name;
+    if (!k.component_kind.empty()) {
+      if (cfg.has_component(key) && cfg.get_bool(key + ".enabled", false)) warn(key + ".enabled: true", k);
+      continue;
+    }
+    const YAML::Node node = cfg.at(key);
+    if (!node.IsDefined() || !node.IsScalar() || k.value.default_value.empty()) continue;
+    const auto value = parse_bool(node.Scalar()), fallback = parse_bool(k.value.default_value);
+    const bool differs = value && fallback ? *value != *fallback : node.Scalar() != k.value.default_value;
+    if (differs) warn(key + ": " + node.Scalar(), k);
+  }
+  return out;
+}
 
 }  // namespace tb::config

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
 #include "config/registry.h"
 
 namespace tb::config {
@@ -41,5 +42,20 @@ const std::vector<KeySpec>& recipe_schema();
 const KeySpec* find_key(const std::string& name);
 // The recipes the schema knows (for messages and `ls`).
 std::vector<std::string> schema_recipes();
+
+// A top-level key as the recipes read it: the config's value, else the schema's default, so code and
+// schema cannot disagree on a default. Throws std::logic_error for a key the schema does not have and
+// std::runtime_error (naming where it was set) for a value of another type.
+std::string setting_string(const Config& cfg, const std::string& key);
+bool setting_bool(const Config& cfg, const std::string& key);
+int64_t setting_int(const Config& cfg, const std::string& key);  // null is an error
+double setting_float(const Config& cfg, const std::string& key);  // null is an error
+std::optional<int64_t> setting_optional_int(const Config& cfg, const std::string& key);  // nullopt for null
+std::optional<double> setting_optional_float(const Config& cfg, const std::string& key);  // nullopt for null
+
+// One line for each key that is accepted but does nothing here and is set to something that would do
+// something in torchtune (a "no effect" row set away from its default, an enabled profiler): a run
+// logs them as warnings.
+std::vector<std::string> no_effect_warnings(const Config& cfg);
 
 }  // namespace tb::config

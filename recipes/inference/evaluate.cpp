@@ -3,13 +3,13 @@
 #include <chrono>
 #include <cmath>
 
+#include "components/builtin.h"
+#include "config/registry.h"
 #include "data/batch_tensors.h"
 #include "data/dataloader.h"
 #include "data/dataset.h"
-#include "config/registry.h"
 #include "inference/loaded_model.h"
-#include "training/optim.h"
-#include "training/recipe_support.h"
+#include "models/loss.h"
 
 namespace tb::inference {
 
@@ -19,7 +19,7 @@ EvalResult evaluate(const config::Config& cfg, const EvalProgress& progress) {
   auto& model = *loaded.model;
   torch::NoGradGuard no_grad;
 
-  auto dataset = data::build_dataset(config::Registry::builtin(), cfg.at("dataset"),
+  auto dataset = data::build_dataset(components::builtin(), cfg.at("dataset"),
                                      {loaded.tokenizer, model.args().vocab_size});
   if (dataset->size() == 0) throw std::runtime_error("the dataset has no samples to evaluate");
   data::DataLoaderOptions options;
@@ -30,7 +30,7 @@ EvalResult evaluate(const config::Config& cfg, const EvalProgress& progress) {
   data::DataLoader loader(dataset, options);
 
   // The output projection in slices of the sequence, so a long batch's logits are never all alive.
-  training::LossSpec spec;
+  models::LossSpec spec;
   spec.num_output_chunks = 8;
   double loss_sum = 0;
   EvalResult result;
@@ -38,7 +38,7 @@ EvalResult evaluate(const config::Config& cfg, const EvalProgress& progress) {
   while (auto batch = loader.next()) {
     const auto t = data::to_tensors(*batch);
     const auto hidden = model.forward_hidden(t.tokens, t.input_pos);
-    loss_sum += training::token_loss_sum(model, hidden, t.labels, spec).to(torch::kFloat64).item<double>();
+    loss_sum += models::token_loss_sum(model, hidden, t.labels, spec).to(torch::kFloat64).item<double>();
     result.tokens += batch->num_label_tokens();
     result.samples += batch->batch_size;
     if (progress) progress(result.samples, total);

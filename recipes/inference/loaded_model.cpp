@@ -1,19 +1,24 @@
 #include "inference/loaded_model.h"
 
+#include <ATen/core/grad_mode.h>
+
 #include "checkpoint/hf_checkpointer.h"
+#include "components/builtin.h"
 #include "config/registry.h"
-#include "training/recipe_support.h"
+#include "training/runtime.h"
 
 namespace tb::inference {
 
 LoadedModel load_model(const config::Config& cfg) {
-  const config::Registry& registry = config::Registry::builtin();
+  const config::Registry& registry = components::builtin();
   LoadedModel out;
-  out.dtype = training::apply_runtime_settings(cfg);
+  const training::Runtime runtime = training::read_runtime(cfg);
+  training::apply_runtime(runtime);
+  out.dtype = runtime.dtype;
   at::GradMode::set_enabled(false);  // per thread, like the rest of the runtime settings
   out.model = registry.build<models::TransformerDecoder>(cfg.at("model"));
   const auto checkpointer = registry.build<std::shared_ptr<checkpoint::FullModelHFCheckpointer>>(cfg.at("checkpointer"));
-  const auto report = checkpointer->load_into(*out.model, static_cast<uint64_t>(cfg.get_int("seed", 0)));
+  const auto report = checkpointer->load_into(*out.model, runtime.seed);
   out.weights = report.message;
   out.model->to(out.dtype);
   out.model->eval();

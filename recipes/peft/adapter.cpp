@@ -213,7 +213,7 @@ bool non_empty_object(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_object() && !j[key].empty();
 }
 
-bool is_targeted_adapter_key(const std::string& name, const models::LoraSettings& t) {
+bool is_targeted_adapter_key(const std::string& name, const LoraSettings& t) {
   const auto key = parse_our_key(name);
   if (!key) return false;
   const std::string site = last_segment(key->module);
@@ -406,7 +406,7 @@ StateDict merge_lora(const StateDict& base_ours, const StateDict& adapter_ours, 
   return out;
 }
 
-void validate_missing_and_unexpected_for_lora(const models::LoraSettings& targets,
+void validate_missing_and_unexpected_for_lora(const LoraSettings& targets,
                                               const std::vector<std::string>& base_missing,
                                               const std::vector<std::string>& base_unexpected,
                                               const std::vector<std::string>& adapter_missing,

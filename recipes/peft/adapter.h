@@ -19,7 +19,7 @@
 #include <torch/torch.h>
 
 #include "checkpoint/hf_convert.h"
-#include "models/lora_builders.h"
+#include "peft/lora_builders.h"
 #include "models/model_args.h"
 
 namespace tb::peft {
@@ -89,7 +89,7 @@ StateDict merge_lora(const StateDict& base_ours, const StateDict& adapter_ours, 
 // of the targeted modules may be missing, nothing may be unexpected. Adapter load (optional): base
 // keys may be missing, adapter keys may not, nothing may be unexpected.
 // Throws std::runtime_error listing every offending key.
-void validate_missing_and_unexpected_for_lora(const models::LoraSettings& targets,
+void validate_missing_and_unexpected_for_lora(const LoraSettings& targets,
                                               const std::vector<std::string>& base_missing,
                                               const std::vector<std::string>& base_unexpected,
                                               const std::vector<std::string>& adapter_missing = {},

@@ -159,10 +159,6 @@ void FanOutLogger::flush() {
 
 // ---- from a config ---------------------------------------------------------------------------------------
 
-std::unique_ptr<FanOutLogger> make_metric_logger(const config::Config& cfg) {
-  return make_metric_logger(cfg, config::Registry::builtin());
-}
-
 std::unique_ptr<FanOutLogger> make_metric_logger(const config::Config& cfg, const config::Registry& registry) {
   auto fan = std::make_unique<FanOutLogger>();
   std::string output_dir = cfg.get_string("output_dir", ".");

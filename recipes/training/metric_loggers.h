@@ -109,7 +109,6 @@ class FanOutLogger : public MetricLogger {
 // The loggers a run's config asks for: its `metric_logger` component, plus a DiskLogger when that is not
 // one, so <log_dir or output_dir/logs>/metrics.jsonl is always written. Callers may add more (the CLI adds
 // a StdoutLogger, the GUI a CallbackLogger). Throws std::runtime_error when the log file cannot be opened.
-std::unique_ptr<FanOutLogger> make_metric_logger(const config::Config& cfg);
 std::unique_ptr<FanOutLogger> make_metric_logger(const config::Config& cfg, const config::Registry& registry);
 
 }  // namespace tb::training

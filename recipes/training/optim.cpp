@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include <torch/nn/functional/loss.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
 
 namespace tb::training {
 
@@ -15,12 +17,6 @@ LrLambda cosine_with_warmup(int64_t num_warmup_steps, int64_t num_training_steps
     const double cosine = 0.5 * (1.0 + std::cos(M_PI * num_cycles * 2.0 * progress));
     return std::max(0.0, cosine);
   };
-}
-
-torch::Tensor cross_entropy_sum(const torch::Tensor& logits, const torch::Tensor& labels, int64_t ignore_index) {
-  namespace F = torch::nn::functional;
-  return F::cross_entropy(logits.to(torch::kFloat32), labels,
-                          F::CrossEntropyFuncOptions().ignore_index(ignore_index).reduction(torch::kSum));
 }
 
 double current_lr(const torch::optim::Optimizer& optimizer) {

@@ -1,4 +1,4 @@
-// Optimizers, learning-rate schedules and the loss, as products of their config components.
+// Optimizers and learning-rate schedules, as products of their config components.
 #pragma once
 
 #include <cstdint>
@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include <torch/optim.h>
+#include <torch/optim/optimizer.h>
 
 namespace tb::training {
 
@@ -22,17 +22,6 @@ using LrScheduleFactory = std::function<LrLambda(int64_t num_training_steps)>;
 // torchtune's get_cosine_schedule_with_warmup: linear warm-up from 0, then a cosine decay with
 // `num_cycles` (0.5 = half a cosine, from 1 to 0 over the remaining steps).
 LrLambda cosine_with_warmup(int64_t num_warmup_steps, int64_t num_training_steps, double num_cycles = 0.5);
-
-// `loss:` Cross entropy over next-token labels with an ignore index. The recipes sum token losses
-// and normalise by the number of unmasked tokens at the accumulation boundary (as torchtune).
-struct LossSpec {
-  int64_t ignore_index = -100;
-  int64_t num_output_chunks = 1;  // >1: CEWithChunkedOutputLoss (the output projection is chunked)
-};
-
-// Sum of token cross entropies of `logits` [N, V] (any float dtype; computed in fp32) against
-// `labels` [N], skipping ignore_index.
-torch::Tensor cross_entropy_sum(const torch::Tensor& logits, const torch::Tensor& labels, int64_t ignore_index);
 
 // The optimizer's current learning rate (of its first param group).
 double current_lr(const torch::optim::Optimizer& optimizer);

@@ -6,9 +6,14 @@
 #include <cerrno>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+
+#include "config/schema.h"
 
 namespace fs = std::filesystem;
 
@@ -124,6 +129,42 @@ std::optional<CheckpointInfo> newest_complete_checkpoint(const std::string& outp
   for (auto& info : list_checkpoints(output_dir))
     if (info.complete && (!best || info.step >= best->step)) best = info;
   return best;
+}
+
+std::string find_resume_folder(const std::optional<std::string>& checkpoint_dir, const std::string& output_dir) {
+  if (checkpoint_dir && read_manifest(*checkpoint_dir)) return *checkpoint_dir;
+  if (auto newest = newest_complete_checkpoint(output_dir)) return newest->path;
+  throw std::runtime_error("resume_from_checkpoint is true but " + output_dir +
+                           " holds no complete checkpoint (and checkpointer.checkpoint_dir is not one)");
+}
+
+std::string utc_timestamp() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+nlohmann::json checkpoint_manifest(const config::Config& cfg, const std::string& recipe, int64_t step,
+                                   int64_t epochs_run, double loss, const std::string& dtype, uint64_t seed) {
+  return {{"step", step},
+          {"epoch", epochs_run},
+          {"loss", std::isfinite(loss) ? nlohmann::json(loss) : nlohmann::json()},
+          {"recipe", recipe},
+          {"compile", config::setting_bool(cfg, "compile")},
+          {"dtype", dtype},
+          {"seed", seed},
+          {"time", utc_timestamp()},
+          {"config", cfg.to_yaml()}};
+}
+
+std::string CheckpointWriter::write(const std::string& name, int64_t step, const nlohmann::json& manifest,
+                                    const std::function<void(const std::string& folder)>& fill) {
+  last_ = write_checkpoint_folder(output_dir_, name, fill, manifest);
+  logger_.log_event({{"event", "checkpoint"}, {"path", last_}, {"step", step}});
+  return last_;
 }
 
 }  // namespace tb::training

@@ -11,6 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/config.h"
+#include "training/metrics.h"
+
 namespace tb::training {
 
 inline constexpr const char* kManifestName = "tunebench_checkpoint.json";
@@ -36,5 +39,33 @@ std::vector<CheckpointInfo> list_checkpoints(const std::string& output_dir);
 std::optional<CheckpointInfo> newest_complete_checkpoint(const std::string& output_dir);
 // The manifest of a checkpoint folder; nullopt when the folder is incomplete.
 std::optional<nlohmann::json> read_manifest(const std::string& folder);
+
+// Where resume_from_checkpoint resumes: checkpoint_dir when it is a checkpoint of ours (it has a
+// manifest), else the newest complete checkpoint under output_dir. Throws when there is none.
+std::string find_resume_folder(const std::optional<std::string>& checkpoint_dir, const std::string& output_dir);
+
+// "2026-12-02T15:04:05Z"
+std::string utc_timestamp();
+
+// The manifest of a checkpoint folder (DESIGN.md): step, epoch, loss (null when not finite), recipe,
+// compile, dtype ("fp32", "bf16"), seed, time and the resolved config.
+nlohmann::json checkpoint_manifest(const config::Config& cfg, const std::string& recipe, int64_t step,
+                                   int64_t epochs_run, double loss, const std::string& dtype, uint64_t seed);
+
+// A run's checkpoint folders: each written with write_checkpoint_folder, then announced to the logger
+// as a {"event":"checkpoint"} line; remembers the newest.
+class CheckpointWriter {
+ public:
+  CheckpointWriter(std::string output_dir, MetricLogger& logger) : output_dir_(std::move(output_dir)), logger_(logger) {}
+  // Writes <output_dir>/<name> (see write_checkpoint_folder) for optimizer step `step`; returns its path.
+  std::string write(const std::string& name, int64_t step, const nlohmann::json& manifest,
+                    const std::function<void(const std::string& folder)>& fill);
+  const std::string& last() const { return last_; }
+
+ private:
+  std::string output_dir_;
+  MetricLogger& logger_;
+  std::string last_;
+};
 
 }  // namespace tb::training

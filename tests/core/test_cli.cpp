@@ -2,6 +2,10 @@
 // signal.
 #include <QtTest>
 
+#include "test_main.h"
+
+#include "components/builtin.h"
+
 #include <cmath>
 #include <csignal>
 
@@ -107,12 +111,12 @@ class TestCli : public QObject {
 
   void validateWellFormedWithComponents() {
     // Needs the model, data and training components the fixture names.
-    const auto& reg = tb::config::Registry::builtin();
+    const auto& reg = tb::components::builtin();
     for (const char* name : {"torchtune.models.llama2.lora_llama2_7b", "torchtune.models.llama2.llama2_tokenizer",
                              "torchtune.training.FullModelHFCheckpointer", "torchtune.datasets.alpaca_dataset",
                              "torch.optim.AdamW", "torchtune.modules.get_cosine_schedule_with_warmup",
                              "torchtune.modules.loss.CEWithChunkedOutputLoss"})
-      if (!reg.find(name)) QSKIP(qPrintable(QString("component %1 is not registered yet").arg(name)));
+      QVERIFY2(reg.find(name), qPrintable(QString("component %1 is not registered").arg(name)));
     Result r = run({"validate", fixture("llama2_lora_valid.yaml")});
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QCOMPARE(r.out, QString("Config is well-formed!\n"));
@@ -226,7 +230,7 @@ class TestCli : public QObject {
   }
 
   void runBadConfigIsUserError() {
-    if (tb::recipes().empty()) QSKIP("no recipe is built in yet");
+    QVERIFY2(!tb::recipes().empty(), "no recipe is built in");
     Result r = run({"run", QString::fromStdString(tb::recipes().front().name), "--config", fixture("errors_syntax.yaml")});
     QCOMPARE(r.code, 1);
     QVERIFY2(r.err.contains(":4:10: YAML syntax error"), qPrintable(r.err));
@@ -250,7 +254,7 @@ class TestCli : public QObject {
   }
 
   void runCompletes() {
-    if (!tb::find_recipe("full_finetune_single_device")) QSKIP("full_finetune_single_device is not built in yet");
+    QVERIFY2(tb::find_recipe("full_finetune_single_device"), "full_finetune_single_device is not built in");
     QTemporaryDir dir;
     Result r = run(tinyRun(dir.filePath("out")));
     QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
@@ -264,7 +268,7 @@ class TestCli : public QObject {
   }
 
   void runBadOverrideIsUserError() {
-    if (!tb::find_recipe("full_finetune_single_device")) QSKIP("full_finetune_single_device is not built in yet");
+    QVERIFY2(tb::find_recipe("full_finetune_single_device"), "full_finetune_single_device is not built in");
     QTemporaryDir dir;
     Result r = run(tinyRun(dir.filePath("out"), {"batch_size=0"}));
     expectOneLineError(r, "override 'batch_size=0': batch_size: must be at least 1, got 0");
@@ -279,7 +283,7 @@ class TestCli : public QObject {
   }
   void runStopsOnSignal() {
     QFETCH(int, signal);
-    if (!tb::find_recipe("full_finetune_single_device")) QSKIP("full_finetune_single_device is not built in yet");
+    QVERIFY2(tb::find_recipe("full_finetune_single_device"), "full_finetune_single_device is not built in");
     QTemporaryDir dir;
     QProcess p;
     p.start(cli_, tinyRun(dir.filePath("out"), {"dataset.num_samples=1000000", "max_steps_per_epoch=null"}));
@@ -307,7 +311,7 @@ class TestCli : public QObject {
   // SIGKILL (no handler runs) while a checkpoint is being written: every checkpoint folder is complete
   // or absent, the newest complete one resumes, and the next save clears what the dead run left.
   void killDuringSaveLeavesALoadableCheckpoint() {
-    if (!tb::find_recipe("full_finetune_single_device")) QSKIP("full_finetune_single_device is not built in yet");
+    QVERIFY2(tb::find_recipe("full_finetune_single_device"), "full_finetune_single_device is not built in");
     QTemporaryDir dir;
     const QString out = dir.filePath("out");
     const QStringList data = {"dataset.num_samples=1000000", "save_every_n_steps=1"};
@@ -364,7 +368,7 @@ class TestCli : public QObject {
   // (vocab 512, dim 64, 2 layers, 4 heads on 2 kv heads of 16, hidden 128, untied head) has 139584
   // parameters, and full AdamW in fp32 keeps 4 bytes of weight, 4 of gradient and 8 of moments each.
   void benchStepReportsTheMemoryBudgetAndSpeed() {
-    if (!tb::find_recipe("full_finetune_single_device")) QSKIP("full_finetune_single_device is not built in yet");
+    QVERIFY2(tb::find_recipe("full_finetune_single_device"), "full_finetune_single_device is not built in");
     Result r = run({"bench", "step", "--config", fixture("tiny_random_full.yaml"), "--steps", "3", "--warmup", "1",
                     "tokenizer.path=" + QString(TB_SOURCE_DIR) + "/resources/tokenizer/tokenizer.model"});
     QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
@@ -393,7 +397,7 @@ class TestCli : public QObject {
   // --profile: one more step (not in the figures) under LibTorch's profiler, its Chrome trace written;
   // a compiled step's trace names the fused kernels.
   void benchStepWritesAProfileOfOneMoreStep() {
-    if (!tb::find_recipe("full_finetune_single_device")) QSKIP("full_finetune_single_device is not built in yet");
+    QVERIFY2(tb::find_recipe("full_finetune_single_device"), "full_finetune_single_device is not built in");
     QTemporaryDir dir;
     const QString trace = dir.filePath("step.json");
     Result r = run({"bench", "step", "--config", fixture("tiny_random_full.yaml"), "--steps", "2", "--warmup", "1",
@@ -421,23 +425,28 @@ class TestCli : public QObject {
 
   // Ctrl-C during a bench stops it after the current step: exit 1 with a one-line reason, no hang.
   void benchStepStopsOnSigint() {
-    if (!tb::find_recipe("full_finetune_single_device")) QSKIP("full_finetune_single_device is not built in yet");
+    QVERIFY2(tb::find_recipe("full_finetune_single_device"), "full_finetune_single_device is not built in");
     QProcess p;
-    p.start(cli_, {"bench", "step", "--config", fixture("tiny_random_full.yaml"), "--steps", "1000000",
+    p.start(cli_, {"bench", "step", "--config", fixture("tiny_random_full.yaml"), "--steps", "1000000", "--progress",
                    "dataset.num_samples=100000000",
                    "tokenizer.path=" + QString(TB_SOURCE_DIR) + "/resources/tokenizer/tokenizer.model"});
     QVERIFY(p.waitForStarted());
-    QTest::qWait(3000);
-    QVERIFY2(p.state() == QProcess::Running, qPrintable(QString::fromUtf8(p.readAllStandardError())));
+    // Interrupt once it is stepping (its first step's progress line), not while it is still loading.
+    p.setReadChannel(QProcess::StandardError);
+    QString err;
+    while (!err.contains("bench: step 1/") && p.state() == QProcess::Running && p.waitForReadyRead(60000))
+      err += QString::fromUtf8(p.readAllStandardError());
+    QVERIFY2(err.contains("bench: step 1/") && p.state() == QProcess::Running, qPrintable(err));
     ::kill(static_cast<pid_t>(p.processId()), SIGINT);
     QVERIFY(p.waitForFinished(60000));
     QCOMPARE(p.exitStatus(), QProcess::NormalExit);
     QCOMPARE(p.exitCode(), 1);
-    QVERIFY(QString::fromUtf8(p.readAllStandardError()).contains("bench: interrupted after"));
+    err += QString::fromUtf8(p.readAllStandardError());
+    QVERIFY2(err.contains("bench: interrupted after"), qPrintable(err));
   }
 
   void benchStepNeedsEnoughData() {
-    if (!tb::find_recipe("full_finetune_single_device")) QSKIP("full_finetune_single_device is not built in yet");
+    QVERIFY2(tb::find_recipe("full_finetune_single_device"), "full_finetune_single_device is not built in");
     Result r = run({"bench", "step", "--config", fixture("tiny_random_full.yaml"), "--steps", "5", "--warmup", "0",
                     "dataset.num_samples=4",
                     "tokenizer.path=" + QString(TB_SOURCE_DIR) + "/resources/tokenizer/tokenizer.model"});
@@ -446,7 +455,7 @@ class TestCli : public QObject {
 
   // bench compile: eager and compiled on the same batches, one comparison line.
   void benchCompileComparesEagerAndCompiled() {
-    if (!tb::find_recipe("full_finetune_single_device")) QSKIP("full_finetune_single_device is not built in yet");
+    QVERIFY2(tb::find_recipe("full_finetune_single_device"), "full_finetune_single_device is not built in");
     Result r = run({"bench", "compile", "--config", fixture("tiny_random_full.yaml"), "--steps", "3", "--warmup", "1",
                     "tokenizer.path=" + QString(TB_SOURCE_DIR) + "/resources/tokenizer/tokenizer.model"});
     QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
@@ -474,5 +483,5 @@ class TestCli : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestCli)
+TB_TEST(TestCli)
 #include "test_cli.moc"

@@ -3,6 +3,8 @@
 // bitwise; compiled recipe runs against eager ones, the plan cache hit, and the forced fallback.
 #include <QtTest>
 
+#include "test_main.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -16,13 +18,14 @@
 #include "compile/compiled_decoder.h"
 #include "compile/element_access.h"
 #include "compile/fused_kernels.h"
+#include "components/builtin.h"
 #include "config/config.h"
 #include "models/layers.h"
 #include "models/transformer.h"
 #include "recipe.h"
 #include "recipe_test_support.h"
 #include "training/optim.h"
-#include "training/recipe_support.h"
+#include "models/loss.h"
 
 namespace fs = std::filesystem;
 
@@ -47,38 +50,15 @@ class TestCompile : public QObject {
 
   QTemporaryDir tmp_;
 
-  std::string configText(const QString& output_dir, const std::string& recipe) const {
-    const bool lora = recipe == "lora_finetune_single_device";
-    std::string model = lora ? "model:\n  _component_: tunebench.models.lora_llama_tiny_test\n"
-                               "  lora_attn_modules: [q_proj, k_proj, v_proj, output_proj]\n"
-                               "  apply_lora_to_mlp: true\n  lora_rank: 4\n  lora_alpha: 8\n"
-                             : "model:\n  _component_: tunebench.models.llama_tiny_test\n";
-    return model +
-           "tokenizer:\n  _component_: torchtune.models.llama2.llama2_tokenizer\n  path: " TB_SOURCE_DIR
-           "/resources/tokenizer/tokenizer.model\n"
-           "checkpointer:\n  _component_: torchtune.training.FullModelHFCheckpointer\n  checkpoint_dir: null\n"
-           "  checkpoint_files: []\n  model_type: LLAMA2\n  output_dir: ${output_dir}\n"
-           "dataset:\n  _component_: tunebench.datasets.synthetic\n  seq_len: 24\n  num_samples: 12\n  seed: 3\n"
-           "seed: 5\nshuffle: false\nbatch_size: 2\nepochs: 2\nmax_steps_per_epoch: 3\n"
-           "gradient_accumulation_steps: 2\n"
-           "optimizer:\n  _component_: torch.optim.AdamW\n  lr: 0.003\n  weight_decay: 0.01\n"
-           "loss:\n  _component_: torch.nn.CrossEntropyLoss\n"
-           "num_threads: 2\ndtype: fp32\nlog_every_n_steps: 1\n" +
-           (lora ? "save_adapter_weights_only: true\n" : "") + "output_dir: " + output_dir.toStdString() + "\n";
-  }
-
-  tb::RunResult run(const QString& output_dir, const std::string& recipe, const std::vector<std::string>& overrides,
-                    CollectingLogger& logger) {
-    tb::config::LoadOptions options;
-    options.overrides = overrides;
-    options.recipe = recipe;
-    auto loaded = tb::config::load_text(configText(output_dir, recipe), "test.yaml", options);
-    if (!loaded.ok()) {
-      qWarning("%s", tb::config::format_diagnostics(loaded.diagnostics).c_str());
-      return {tb::RunStatus::Failed, "config invalid", 0, 0, {}};
+  tb::training::RunResult run(const QString& output_dir, const std::string& recipe, const std::vector<std::string>& overrides,
+                               CollectingLogger& logger) {
+    tbtest::TinyConfig config;
+    if (recipe == "lora_finetune_single_device") {
+      config.lora("tunebench.models.lora_llama_tiny_test");
+      config.extra = "save_adapter_weights_only: true\n";
     }
-    tb::RunControl control;
-    return tb::find_recipe(recipe)->run(*loaded.config, logger, control);
+    tb::training::RunControl control;
+    return tbtest::run_recipe(recipe, config.text(output_dir.toStdString()), overrides, logger, control);
   }
 
   static nlohmann::json compileEvent(const CollectingLogger& logger) {
@@ -206,7 +186,7 @@ class TestCompile : public QObject {
     auto labels = torch::randint(0, v, {n}, torch::kLong);
     labels.index_put_({torch::tensor({0, 5, 36}, torch::kLong)}, -100);  // masked rows
 
-    auto eager = tb::training::cross_entropy_sum(torch::mm(h, w.t()), labels, -100);
+    auto eager = tb::models::cross_entropy_sum(torch::mm(h, w.t()), labels, -100);
     (eager * loss_scale).backward();
     const auto dh = h.grad().clone();
     const auto dw = frozen_weight ? torch::Tensor() : w.grad().clone();
@@ -298,9 +278,9 @@ class TestCompile : public QObject {
     const auto tokens = torch::randint(0, args.vocab_size, {3, 11}, torch::kLong);
     auto labels = torch::roll(tokens, -1, 1);
     labels.select(1, 10).fill_(-100);
-    const tb::training::LossSpec spec;
+    const tb::models::LossSpec spec;
 
-    auto eager = tb::training::token_loss_sum(*model, model->forward_hidden(tokens), labels, spec);
+    auto eager = tb::models::token_loss_sum(*model, model->forward_hidden(tokens), labels, spec);
     eager.backward();
     std::vector<torch::Tensor> eager_grads;
     for (auto& p : model->parameters()) {
@@ -369,9 +349,9 @@ class TestCompile : public QObject {
     CollectingLogger eager_log, compiled_log, reload_log;
     const std::string r = "full_finetune_single_device";
     QCOMPARE(run(tmp_.filePath("zero_eager"), r, {"compile=false", "max_steps_per_epoch=0", "epochs=1"}, eager_log).status,
-             tb::RunStatus::Completed);
+             tb::training::RunStatus::Completed);
     QCOMPARE(run(tmp_.filePath("zero_compiled"), r, {"compile=true", "max_steps_per_epoch=0", "epochs=1"}, compiled_log).status,
-             tb::RunStatus::Completed);
+             tb::training::RunStatus::Completed);
     const fs::path eager_dir = tmp_.filePath("zero_eager/epoch_0").toStdString();
     const fs::path compiled_dir = tmp_.filePath("zero_compiled/epoch_0").toStdString();
     int compared = 0;
@@ -386,7 +366,7 @@ class TestCompile : public QObject {
                             {"compile=true", "epochs=1", "max_steps_per_epoch=1",
                              "checkpointer.checkpoint_dir=" + compiled_dir.string()},
                             reload_log);
-    QVERIFY2(reload.status == tb::RunStatus::Completed, reload.message.c_str());
+    QVERIFY2(reload.status == tb::training::RunStatus::Completed, reload.message.c_str());
     QVERIFY2(!reload_log.info_containing(compiled_dir.string()).empty(), "the reload did not read the compiled checkpoint");
   }
 
@@ -410,9 +390,9 @@ class TestCompile : public QObject {
     };
     CollectingLogger eager_log, compiled_log, again_log;
     const auto eager = run(tmp_.filePath("eager_" + tag), r, with("compile=false"), eager_log);
-    QVERIFY2(eager.status == tb::RunStatus::Completed, eager.message.c_str());
+    QVERIFY2(eager.status == tb::training::RunStatus::Completed, eager.message.c_str());
     const auto compiled = run(tmp_.filePath("compiled_" + tag), r, with("compile=true"), compiled_log);
-    QVERIFY2(compiled.status == tb::RunStatus::Completed, compiled.message.c_str());
+    QVERIFY2(compiled.status == tb::training::RunStatus::Completed, compiled.message.c_str());
     QCOMPARE(compiled_log.steps.size(), eager_log.steps.size());
     QCOMPARE(eager_log.steps.size(), size_t(6));
     for (size_t i = 0; i < eager_log.steps.size(); ++i) {
@@ -429,7 +409,7 @@ class TestCompile : public QObject {
 
     // The same shape again: the plan comes from the cache (the cache is per process-independent key).
     const auto again = run(tmp_.filePath("again_" + tag), r, with("compile=true"), again_log);
-    QVERIFY2(again.status == tb::RunStatus::Completed, again.message.c_str());
+    QVERIFY2(again.status == tb::training::RunStatus::Completed, again.message.c_str());
     QCOMPARE(compileEvent(again_log).value("cache_hit", false), true);
     QVERIFY(again_log.losses() == compiled_log.losses());
     // The event says which plan ran, and the cached plan is the tuned one.
@@ -471,7 +451,7 @@ class TestCompile : public QObject {
     run(tmp_.filePath("fb_eager"), r, {"compile=false"}, eager_log);
     const auto result = run(tmp_.filePath("fb_compiled"), r, {"compile=true"}, fallback_log);
     qunsetenv("TUNEBENCH_COMPILE_FORCE_MISMATCH");
-    QVERIFY2(result.status == tb::RunStatus::Completed, result.message.c_str());
+    QVERIFY2(result.status == tb::training::RunStatus::Completed, result.message.c_str());
     const auto event = compileEvent(fallback_log);
     QCOMPARE(event.value("fallback", false), true);
     QVERIFY2(event.value("reason", "").find("forced mismatch") != std::string::npos, event.dump().c_str());
@@ -484,5 +464,5 @@ class TestCompile : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestCompile)
+TB_TEST(TestCompile)
 #include "test_compile.moc"

@@ -5,11 +5,14 @@
 // runs whose seeds (shuffle order, adapter init) differ.
 #include <QtTest>
 
+#include "test_main.h"
+
 #include <cmath>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "components/builtin.h"
 #include "config/config.h"
 #include "config/schema.h"
 #include "inference/evaluate.h"
@@ -56,7 +59,7 @@ class TestCompileParity : public QObject {
 
   std::string path(const QString& name) const { return tmp_.filePath(name).toStdString(); }
 
-  tb::RunResult train(const std::string& output_dir, const std::string& recipe, bool qlora,
+  tb::training::RunResult train(const std::string& output_dir, const std::string& recipe, bool qlora,
                       const std::vector<std::string>& overrides, CollectingLogger& logger) {
     const std::string text = modelBlock(recipe, qlora) + commonBlock(train_, start_.empty() ? "null" : start_) +
                              "seed: 5\nshuffle: true\nepochs: 1\nmax_steps_per_epoch: " + std::to_string(kSteps) +
@@ -66,14 +69,15 @@ class TestCompileParity : public QObject {
                              "loss:\n  _component_: torch.nn.CrossEntropyLoss\nlog_every_n_steps: 1\n"
                              "output_dir: " + output_dir + "\n";
     tb::config::LoadOptions options;
+    options.registry = &tb::components::builtin();
     options.overrides = overrides;
     options.recipe = recipe;
     auto loaded = tb::config::load_text(text, "parity.yaml", options);
     if (!loaded.ok()) {
       qWarning("%s", tb::config::format_diagnostics(loaded.diagnostics).c_str());
-      return {tb::RunStatus::Failed, "config invalid", 0, 0, {}};
+      return {tb::training::RunStatus::Failed, "config invalid", 0, 0, {}};
     }
-    tb::RunControl control;
+    tb::training::RunControl control;
     return tb::find_recipe(recipe)->run(*loaded.config, logger, control);
   }
 
@@ -82,6 +86,7 @@ class TestCompileParity : public QObject {
     const std::string text = modelBlock("", false) + commonBlock(heldout_, checkpoint_dir) +
                              "seed: 0\noutput_dir: " + path("eval_out") + "\n";
     tb::config::LoadOptions options;
+    options.registry = &tb::components::builtin();
     options.recipe = tb::config::kInferenceVerbs;
     auto loaded = tb::config::load_text(text, "eval.yaml", options);
     if (!loaded.ok()) throw std::runtime_error(tb::config::format_diagnostics(loaded.diagnostics));
@@ -111,7 +116,7 @@ class TestCompileParity : public QObject {
     // One starting checkpoint for every run: the seeded initial weights, saved by a zero-step run.
     CollectingLogger log;
     const auto saved = train(path("start"), "full_finetune_single_device", false, {"max_steps_per_epoch=0"}, log);
-    QVERIFY2(saved.status == tb::RunStatus::Completed, saved.message.c_str());
+    QVERIFY2(saved.status == tb::training::RunStatus::Completed, saved.message.c_str());
     start_ = path("start/epoch_0");
   }
 
@@ -129,11 +134,11 @@ class TestCompileParity : public QObject {
     const std::string tag = QTest::currentDataTag();
     CollectingLogger eager_log, compiled_log, reseeded_log;
     const auto eager = train(path(QString::fromStdString(tag + "_eager")), r, qlora, {"compile=false"}, eager_log);
-    QVERIFY2(eager.status == tb::RunStatus::Completed, eager.message.c_str());
+    QVERIFY2(eager.status == tb::training::RunStatus::Completed, eager.message.c_str());
     const auto compiled = train(path(QString::fromStdString(tag + "_compiled")), r, qlora, {"compile=true"}, compiled_log);
-    QVERIFY2(compiled.status == tb::RunStatus::Completed, compiled.message.c_str());
+    QVERIFY2(compiled.status == tb::training::RunStatus::Completed, compiled.message.c_str());
     const auto reseeded = train(path(QString::fromStdString(tag + "_seed6")), r, qlora, {"compile=false", "seed=6"}, reseeded_log);
-    QVERIFY2(reseeded.status == tb::RunStatus::Completed, reseeded.message.c_str());
+    QVERIFY2(reseeded.status == tb::training::RunStatus::Completed, reseeded.message.c_str());
 
     // The compiled run kept the fused step, and its losses are eager's, step by step.
     bool fused = false;
@@ -167,5 +172,5 @@ class TestCompileParity : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestCompileParity)
+TB_TEST(TestCompileParity)
 #include "test_compile_parity.moc"

@@ -1,12 +1,14 @@
 // Config parsing, scalar typing, interpolation, the registry and Args, bundled-config lookup.
 #include <QtTest>
 
+#include "test_main.h"
+
 #include <cmath>
 #include <fstream>
 #include <thread>
 
 #include "config/config.h"
-#include "config/components.h"
+#include "components/builtin.h"
 #include "config/registry.h"
 #include "config/scalar.h"
 
@@ -15,16 +17,6 @@ using namespace tb::config;
 namespace {
 
 QString fixture(const char* name) { return QString(TB_SOURCE_DIR) + "/tests/data/config/" + name; }
-
-ArgSpec arg(const char* name, ArgType type, bool required = false, bool nullable = false, const char* def = "") {
-  ArgSpec a;
-  a.name = name;
-  a.type = type;
-  a.required = required;
-  a.nullable = nullable;
-  a.default_value = def;
-  return a;
-}
 
 ComponentSpec spec(const char* kind, const char* name, std::vector<std::string> aliases, std::vector<ArgSpec> args) {
   ComponentSpec s;
@@ -41,31 +33,31 @@ const Registry& test_registry() {
     Registry reg;
     auto none = [](const Args&) { return 0; };
     reg.add<int>(spec("model", "test.models.tiny", {"tiny"},
-                      {arg("dim", ArgType::Int, true), arg("n_layers", ArgType::Int, false, false, "2"),
-                       arg("lora_attn_modules", ArgType::StringList, false, false, "[q_proj, v_proj]"),
-                       arg("lora_rank", ArgType::Int, false, false, "8"),
-                       arg("dropout", ArgType::Float, false, true, "null")}),
+                      {arg("dim", ArgType::Int).must_be_set(), arg("n_layers", ArgType::Int).or_default("2"),
+                       arg("lora_attn_modules", ArgType::StringList).or_default("[q_proj, v_proj]"),
+                       arg("lora_rank", ArgType::Int).or_default("8"),
+                       arg("dropout", ArgType::Float).or_null().or_default("null")}),
                  none);
-    reg.add<int>(spec("tokenizer", "test.tokenizer", {}, {arg("path", ArgType::Path, true), arg("max_seq_len", ArgType::Int, false, true, "null")}),
+    reg.add<int>(spec("tokenizer", "test.tokenizer", {}, {arg("path", ArgType::Path).must_be_set(), arg("max_seq_len", ArgType::Int).or_null().or_default("null")}),
                  none);
-    ArgSpec model_type = arg("model_type", ArgType::String, false, false, "LLAMA2");
+    ArgSpec model_type = arg("model_type", ArgType::String).or_default("LLAMA2");
     model_type.choices = {"LLAMA2", "LLAMA3", "MISTRAL"};
     reg.add<int>(spec("checkpointer", "test.checkpointer", {},
-                      {arg("checkpoint_dir", ArgType::Path, true, true), arg("checkpoint_files", ArgType::StringList, false, false, "[]"),
-                       arg("output_dir", ArgType::Path, true), model_type}),
+                      {arg("checkpoint_dir", ArgType::Path).must_be_set().or_null(), arg("checkpoint_files", ArgType::StringList).or_default("[]"),
+                       arg("output_dir", ArgType::Path).must_be_set(), model_type}),
                  none);
     reg.add<int>(spec("dataset", "test.datasets.alpaca", {"alpaca"},
-                      {arg("source", ArgType::String, false, false, "tatsu-lab/alpaca"), arg("packed", ArgType::Bool, false, false, "false")}),
+                      {arg("source", ArgType::String).or_default("tatsu-lab/alpaca"), arg("packed", ArgType::Bool).or_default("false")}),
                  none);
-    reg.add<int>(spec("dataset", "test.datasets.synthetic", {}, {arg("seq_len", ArgType::Int, true), arg("num_samples", ArgType::Int, false, false, "64")}),
+    reg.add<int>(spec("dataset", "test.datasets.synthetic", {}, {arg("seq_len", ArgType::Int).must_be_set(), arg("num_samples", ArgType::Int).or_default("64")}),
                  none);
     reg.add<int>(spec("optimizer", "test.optim.AdamW", {"AdamW"},
-                      {arg("lr", ArgType::Float, false, false, "0.001"), arg("weight_decay", ArgType::Float, false, false, "0.01"),
-                       arg("betas", ArgType::Any, false, false, "[0.9, 0.999]")}),
+                      {arg("lr", ArgType::Float).or_default("0.001"), arg("weight_decay", ArgType::Float).or_default("0.01"),
+                       arg("betas", ArgType::Any).or_default("[0.9, 0.999]")}),
                  none);
-    reg.add<int>(spec("lr_scheduler", "test.sched.cosine", {}, {arg("num_warmup_steps", ArgType::Int, true)}), none);
+    reg.add<int>(spec("lr_scheduler", "test.sched.cosine", {}, {arg("num_warmup_steps", ArgType::Int).must_be_set()}), none);
     reg.add<int>(spec("loss", "test.loss.CE", {"CE"}, {}), none);
-    tb::training::register_components(reg);
+    tb::components::register_metric_loggers(reg);
     return reg;
   }();
   return r;
@@ -283,9 +275,9 @@ class TestConfig : public QObject {
   void registryBuildsWithArgs() {
     Registry r;
     r.add<std::string>(spec("optimizer", "x.Opt", {"Opt"},
-                            {arg("lr", ArgType::Float, false, false, "0.5"), arg("steps", ArgType::IntList, false, false, "[1, 2]"),
-                             arg("names", ArgType::StringList), arg("flag", ArgType::Bool, false, false, "false"),
-                             arg("maybe", ArgType::Int, false, true, "null")}),
+                            {arg("lr", ArgType::Float).or_default("0.5"), arg("steps", ArgType::IntList).or_default("[1, 2]"),
+                             arg("names", ArgType::StringList), arg("flag", ArgType::Bool).or_default("false"),
+                             arg("maybe", ArgType::Int).or_null().or_default("null")}),
                        [](const Args& a) {
                          std::string out = std::to_string(a.get_float("lr")) + "|";
                          for (int64_t s : a.get_ints("steps")) out += std::to_string(s) + ",";
@@ -300,13 +292,13 @@ class TestConfig : public QObject {
     QVERIFY_THROWS_EXCEPTION(std::runtime_error, r.build<std::string>(YAML::Load("{_component_: Nope}")));
     // A missing required value is an error too.
     Registry r2;
-    r2.add<int64_t>(spec("loss", "x.L", {}, {arg("n", ArgType::Int, true)}), [](const Args& a) { return a.get_int("n"); });
+    r2.add<int64_t>(spec("loss", "x.L", {}, {arg("n", ArgType::Int).must_be_set()}), [](const Args& a) { return a.get_int("n"); });
     QVERIFY_THROWS_EXCEPTION(std::runtime_error, r2.build<int64_t>(YAML::Load("{_component_: x.L}")));
     QCOMPARE(r2.build<int64_t>(YAML::Load("{_component_: x.L, n: 0x20}")), int64_t(32));
   }
 
   void builtinHasMetricLoggers() {
-    const Registry& b = Registry::builtin();
+    const Registry& b = tb::components::builtin();
     for (const char* name : {"torchtune.training.metric_logging.DiskLogger", "DiskLogger",
                              "torchtune.training.metric_logging.StdoutLogger", "StdoutLogger"}) {
       const ComponentSpec* s = b.find(name);
@@ -397,5 +389,5 @@ class TestConfig : public QObject {
   static constexpr const char* kLora = "lora_finetune_single_device";
 };
 
-QTEST_GUILESS_MAIN(TestConfig)
+TB_TEST(TestConfig)
 #include "test_config.moc"

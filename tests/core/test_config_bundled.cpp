@@ -2,8 +2,11 @@
 // data and training components they name are registered (the failure says which config and why).
 #include <QtTest>
 
+#include "test_main.h"
+
 #include <filesystem>
 
+#include "components/builtin.h"
 #include "config/config.h"
 #include "config/registry.h"
 #include "config/schema.h"
@@ -51,7 +54,7 @@ class TestConfigBundled : public QObject {
         QVERIFY2(fs::is_regular_file(p), p.string().c_str());
         LoadOptions o;
         o.recipe = recipe_for_config(p.string());
-        o.validate_components = false;
+        o.registry = &tb::components::builtin();
         LoadResult r = load_file(p.string(), o);
         QVERIFY2(r.ok(), qPrintable(report(r)));
         // Checkpoints go under the run's own output_dir, logs beside them; compile is off as in torchtune.
@@ -86,7 +89,6 @@ class TestConfigBundled : public QObject {
     QFETCH(QString, path);
     LoadOptions o;
     o.recipe = validated_as(path);
-    o.validate_components = false;
     LoadResult r = load_file(path.toStdString(), o);
     QVERIFY2(r.ok(), qPrintable(report(r)));
   }
@@ -96,6 +98,7 @@ class TestConfigBundled : public QObject {
     QFETCH(QString, path);
     LoadOptions o;
     o.recipe = validated_as(path);
+    o.registry = &tb::components::builtin();
     LoadResult r = load_file(path.toStdString(), o);
     QVERIFY2(r.ok(), qPrintable(path + " does not validate against the built-in components:\n" + report(r)));
   }
@@ -115,5 +118,5 @@ class TestConfigBundled : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestConfigBundled)
+TB_TEST(TestConfigBundled)
 #include "test_config_bundled.moc"

@@ -2,23 +2,15 @@
 // fixtures in tests/data/config/), all reported at once.
 #include <QtTest>
 
-#include "config/components.h"
+#include "test_main.h"
+
+#include "components/builtin.h"
 #include "config/config.h"
 #include "config/registry.h"
 
 using namespace tb::config;
 
 namespace {
-
-ArgSpec arg(const char* name, ArgType type, bool required = false, bool nullable = false, const char* def = "") {
-  ArgSpec a;
-  a.name = name;
-  a.type = type;
-  a.required = required;
-  a.nullable = nullable;
-  a.default_value = def;
-  return a;
-}
 
 ComponentSpec spec(const char* kind, const char* name, std::vector<std::string> aliases, std::vector<ArgSpec> args) {
   ComponentSpec s;
@@ -35,30 +27,30 @@ const Registry& test_registry() {
     Registry reg;
     auto none = [](const Args&) { return 0; };
     reg.add<int>(spec("model", "test.models.tiny", {"tiny"},
-                      {arg("dim", ArgType::Int, true), arg("n_layers", ArgType::Int, false, false, "2"),
-                       arg("lora_attn_modules", ArgType::StringList, false, false, "[q_proj, v_proj]"),
-                       arg("lora_rank", ArgType::Int, false, false, "8"), arg("dropout", ArgType::Float, false, true, "null")}),
+                      {arg("dim", ArgType::Int).must_be_set(), arg("n_layers", ArgType::Int).or_default("2"),
+                       arg("lora_attn_modules", ArgType::StringList).or_default("[q_proj, v_proj]"),
+                       arg("lora_rank", ArgType::Int).or_default("8"), arg("dropout", ArgType::Float).or_null().or_default("null")}),
                  none);
-    reg.add<int>(spec("tokenizer", "test.tokenizer", {}, {arg("path", ArgType::Path, true), arg("max_seq_len", ArgType::Int, false, true, "null")}),
+    reg.add<int>(spec("tokenizer", "test.tokenizer", {}, {arg("path", ArgType::Path).must_be_set(), arg("max_seq_len", ArgType::Int).or_null().or_default("null")}),
                  none);
-    ArgSpec model_type = arg("model_type", ArgType::String, false, false, "LLAMA2");
+    ArgSpec model_type = arg("model_type", ArgType::String).or_default("LLAMA2");
     model_type.choices = {"LLAMA2", "LLAMA3", "MISTRAL"};
     reg.add<int>(spec("checkpointer", "test.checkpointer", {},
-                      {arg("checkpoint_dir", ArgType::Path, true, true), arg("checkpoint_files", ArgType::StringList, false, false, "[]"),
-                       arg("output_dir", ArgType::Path, true), model_type}),
+                      {arg("checkpoint_dir", ArgType::Path).must_be_set().or_null(), arg("checkpoint_files", ArgType::StringList).or_default("[]"),
+                       arg("output_dir", ArgType::Path).must_be_set(), model_type}),
                  none);
     reg.add<int>(spec("dataset", "test.datasets.alpaca", {"alpaca"},
-                      {arg("source", ArgType::String, false, false, "tatsu-lab/alpaca"), arg("packed", ArgType::Bool, false, false, "false")}),
+                      {arg("source", ArgType::String).or_default("tatsu-lab/alpaca"), arg("packed", ArgType::Bool).or_default("false")}),
                  none);
-    reg.add<int>(spec("dataset", "test.datasets.synthetic", {}, {arg("seq_len", ArgType::Int, true), arg("num_samples", ArgType::Int, false, false, "64")}),
+    reg.add<int>(spec("dataset", "test.datasets.synthetic", {}, {arg("seq_len", ArgType::Int).must_be_set(), arg("num_samples", ArgType::Int).or_default("64")}),
                  none);
     reg.add<int>(spec("optimizer", "test.optim.AdamW", {"AdamW"},
-                      {arg("lr", ArgType::Float, false, false, "0.001"), arg("weight_decay", ArgType::Float, false, false, "0.01"),
-                       arg("betas", ArgType::Any, false, false, "[0.9, 0.999]")}),
+                      {arg("lr", ArgType::Float).or_default("0.001"), arg("weight_decay", ArgType::Float).or_default("0.01"),
+                       arg("betas", ArgType::Any).or_default("[0.9, 0.999]")}),
                  none);
-    reg.add<int>(spec("lr_scheduler", "test.sched.cosine", {}, {arg("num_warmup_steps", ArgType::Int, true)}), none);
+    reg.add<int>(spec("lr_scheduler", "test.sched.cosine", {}, {arg("num_warmup_steps", ArgType::Int).must_be_set()}), none);
     reg.add<int>(spec("loss", "test.loss.CE", {"CE"}, {}), none);
-    tb::training::register_components(reg);
+    tb::components::register_metric_loggers(reg);
     return reg;
   }();
   return r;
@@ -164,7 +156,6 @@ class TestConfigErrors : public QObject {
     const std::string path = std::string(TB_SOURCE_DIR) + "/tests/data/config/errors_keys.yaml";
     LoadOptions options;
     options.recipe = "full_finetune_single_device";
-    options.validate_components = false;
     LoadResult r = load_file(path, options);
     QCOMPARE(r.diagnostics.size(), size_t(1));
     QCOMPARE(r.diagnostics[0].format(), path + ":23:1: unknown key 'log_every_n_step' (did you mean 'log_every_n_steps'?)");
@@ -174,12 +165,14 @@ class TestConfigErrors : public QObject {
     // Odd inputs come back as diagnostics, never as exceptions.
     for (const char* text : {"{", "a: [", ":", "- - -", "? [a]\n: b\n", "model: !!int x\n", "\t", "a: *undefined\n",
                              "model: {_component_: [x]}\n", "dataset: [1, {}, null]\n"}) {
-      LoadResult r = load_text(text, "odd.yaml");
+      LoadOptions builtin;
+      builtin.registry = &tb::components::builtin();
+      LoadResult r = load_text(text, "odd.yaml", builtin);
       QVERIFY2(!r.ok(), text);
       QVERIFY2(!r.diagnostics.empty(), text);
     }
   }
 };
 
-QTEST_GUILESS_MAIN(TestConfigErrors)
+TB_TEST(TestConfigErrors)
 #include "test_config_errors.moc"

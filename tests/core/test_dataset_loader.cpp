@@ -2,6 +2,9 @@
 // subprocess), drop_last, resuming from a saved cursor, and padded collation.
 #include <QtTest>
 
+#include "test_main.h"
+#include "test_support.h"
+
 #include <nlohmann/json.hpp>
 
 #include "data/batch_tensors.h"
@@ -17,18 +20,6 @@ using tb::data::Sample;
 using Ids = std::vector<int64_t>;
 
 namespace {
-
-QString python_with(const QString& module) {
-  QStringList candidates{QStandardPaths::findExecutable("python3")};
-  candidates << QStandardPaths::findExecutable("python3", {"/usr/bin", "/usr/local/bin"});
-  for (const auto& py : candidates) {
-    if (py.isEmpty()) continue;
-    QProcess p;
-    p.start(py, {"-c", "import " + module});
-    if (p.waitForFinished(60000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0) return py;
-  }
-  return {};
-}
 
 // Sample i holds (i+1) tokens of value 100+i, trained everywhere.
 std::shared_ptr<InMemoryDataset> numbered(size_t n) {
@@ -55,7 +46,7 @@ class TestDatasetLoader : public QObject {
   Q_OBJECT
  private Q_SLOTS:
   void epochOrderMatchesPyTorch() {
-    const QString py = python_with("torch");
+    const QString py = tbtest::reference_python();
     QVERIFY2(!py.isEmpty(), "python3 with torch (python3-torch) is needed");
     // DistributedSampler(shuffle=True, seed=s).set_epoch(e) uses randperm(n) under manual_seed(s + e).
     QProcess p;
@@ -180,5 +171,5 @@ class TestDatasetLoader : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestDatasetLoader)
+TB_TEST(TestDatasetLoader)
 #include "test_dataset_loader.moc"

@@ -3,6 +3,10 @@
 // non-assistant turns, column maps, packing, and bad rows reported as file:line.
 #include <QtTest>
 
+#include "test_main.h"
+
+#include "components/builtin.h"
+
 #include <numeric>
 
 #include <yaml-cpp/yaml.h>
@@ -29,7 +33,7 @@ std::shared_ptr<SentencePieceTokenizer> tokenizer(std::optional<int64_t> max_seq
 }
 
 std::shared_ptr<tb::data::Dataset> build(const std::string& yaml, std::shared_ptr<const tb::data::Tokenizer> tok) {
-  const auto factory = tb::config::Registry::builtin().build<DatasetFactory>(YAML::Load(yaml));
+  const auto factory = tb::components::builtin().build<DatasetFactory>(YAML::Load(yaml));
   return factory({tok, 0});
 }
 
@@ -220,5 +224,5 @@ class TestDatasetSft : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestDatasetSft)
+TB_TEST(TestDatasetSft)
 #include "test_dataset_sft.moc"

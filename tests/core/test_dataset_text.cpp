@@ -2,6 +2,10 @@
 // samples whose packs are worked out by hand.
 #include <QtTest>
 
+#include "test_main.h"
+
+#include "components/builtin.h"
+
 #include <numeric>
 #include <set>
 
@@ -30,7 +34,7 @@ std::shared_ptr<tb::data::SentencePieceTokenizer> tokenizer(std::optional<int64_
 
 std::shared_ptr<tb::data::Dataset> build(const std::string& yaml, std::shared_ptr<const tb::data::Tokenizer> tok,
                                          int64_t vocab = 0) {
-  return tb::config::Registry::builtin().build<DatasetFactory>(YAML::Load(yaml))({tok, vocab});
+  return tb::components::builtin().build<DatasetFactory>(YAML::Load(yaml))({tok, vocab});
 }
 
 Ids shifted(const Ids& tokens) {
@@ -180,5 +184,5 @@ class TestDatasetText : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestDatasetText)
+TB_TEST(TestDatasetText)
 #include "test_dataset_text.moc"

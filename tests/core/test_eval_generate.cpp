@@ -5,6 +5,8 @@
 // cache against the reference re-running the whole sequence for every token.
 #include <QtTest>
 
+#include "test_main.h"
+
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -12,6 +14,7 @@
 
 #include <fstream>
 
+#include "components/builtin.h"
 #include "config/config.h"
 #include "config/schema.h"
 #include "inference/generate.h"
@@ -128,6 +131,7 @@ class TestEvalGenerate : public QObject {
     QVERIFY(want.size() > 3);
 
     tb::config::LoadOptions options;
+    options.registry = &tb::components::builtin();
     options.recipe = tb::config::kInferenceVerbs;
     const auto loaded = tb::config::load_file(writeConfig(variant("fp32_gqa"), "fp32", 1).toStdString(), options);
     QVERIFY2(loaded.ok(), tb::config::format_diagnostics(loaded.diagnostics).c_str());
@@ -155,5 +159,5 @@ class TestEvalGenerate : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestEvalGenerate)
+TB_TEST(TestEvalGenerate)
 #include "test_eval_generate.moc"

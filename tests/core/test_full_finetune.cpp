@@ -3,6 +3,8 @@
 // training of the same weights on the same batches; then resume, stop, NaN and checkpoint round trips.
 #include <QtTest>
 
+#include "test_main.h"
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -11,13 +13,18 @@
 
 #include "checkpoint/hf_checkpointer.h"
 #include "checkpoint/safetensors.h"
+#include "components/builtin.h"
 #include "config/config.h"
 #include "config/registry.h"
 #include "models/transformer.h"
 #include "recipe.h"
 #include "recipe_test_support.h"
-#include "training/recipe_support.h"
+#include "test_support.h"
+#include "models/activation_checkpointing.h"
+#include "config/schema.h"
+#include "training/recipe_state.h"
 #include "training/run_checkpoint.h"
+#include "training/run_settings.h"
 
 namespace fs = std::filesystem;
 
@@ -25,11 +32,10 @@ namespace {
 
 using tbtest::CollectingLogger;
 
-QString runPython(const QStringList& args) {
-  QProcess p;
-  p.start(TB_PYTHON, args);
-  if (!p.waitForFinished(300000) || p.exitCode() != 0) return {};
-  return QString::fromUtf8(p.readAllStandardOutput()).trimmed().split('\n').last();
+// The last line of a reference script's output, empty when it failed.
+QString runReference(const QString& script, const QStringList& args) {
+  const auto r = tbtest::run_reference(script, args);
+  return r.code == 0 ? tbtest::last_line(r.out).trimmed() : QString();
 }
 
 }  // namespace
@@ -41,57 +47,41 @@ class TestFullFinetune : public QObject {
   QString base_;  // the reference checkpoint folder
 
   std::string configText(const QString& output_dir) const {
-    return "model:\n  _component_: tunebench.models.from_hf_config\n  path: " + base_.toStdString() +
-           "\n"
-           "tokenizer:\n  _component_: torchtune.models.llama2.llama2_tokenizer\n  path: " TB_SOURCE_DIR
-           "/resources/tokenizer/tokenizer.model\n"
-           "checkpointer:\n  _component_: torchtune.training.FullModelHFCheckpointer\n  checkpoint_dir: " +
-           base_.toStdString() +
-           "\n  checkpoint_files: [model.safetensors]\n  model_type: LLAMA2\n  output_dir: ${output_dir}\n"
-           "dataset:\n  _component_: tunebench.datasets.synthetic\n  seq_len: 12\n  num_samples: 8\n  seed: 0\n"
-           "seed: 0\nshuffle: false\nbatch_size: 2\nepochs: 2\nmax_steps_per_epoch: 2\n"
-           "gradient_accumulation_steps: 1\n"
-           "optimizer:\n  _component_: torch.optim.AdamW\n  lr: 0.001\n  weight_decay: 0.01\n"
-           "loss:\n  _component_: torchtune.modules.loss.CEWithChunkedOutputLoss\n  num_output_chunks: 3\n"
-           "num_threads: 1\ndtype: fp32\nlog_every_n_steps: 1\n"
-           "output_dir: " +
-           output_dir.toStdString() + "\n";
+    tbtest::TinyConfig config;
+    config.from_folder(base_.toStdString());
+    config.seq_len = 12, config.num_samples = 8, config.data_seed = 0;
+    config.seed = 0, config.max_steps_per_epoch = 2, config.gradient_accumulation_steps = 1;
+    config.optimizer_args = "  lr: 0.001\n  weight_decay: 0.01\n";
+    config.loss = "torchtune.modules.loss.CEWithChunkedOutputLoss";
+    config.loss_args = "  num_output_chunks: 3\n";
+    config.num_threads = 1;
+    return config.text(output_dir.toStdString());
   }
 
-  tb::RunResult run(const QString& output_dir, const std::vector<std::string>& overrides, CollectingLogger& logger,
-                    tb::RunControl& control) {
-    tb::config::LoadOptions options;
-    options.overrides = overrides;
-    options.recipe = "full_finetune_single_device";
-    auto loaded = tb::config::load_text(configText(output_dir), "test.yaml", options);
-    if (!loaded.ok()) {
-      qWarning("%s", tb::config::format_diagnostics(loaded.diagnostics).c_str());
-      return {tb::RunStatus::Failed, "config invalid", 0, 0, {}};
-    }
-    logger.control = &control;
-    return tb::find_recipe("full_finetune_single_device")->run(*loaded.config, logger, control);
+  tb::training::RunResult run(const QString& output_dir, const std::vector<std::string>& overrides,
+                               CollectingLogger& logger, tb::training::RunControl& control) {
+    return tbtest::run_recipe("full_finetune_single_device", configText(output_dir), overrides, logger, control);
   }
 
  private Q_SLOTS:
   void initTestCase() {
     QVERIFY(tmp_.isValid());
-    QVERIFY2(QString(TB_PYTHON).size() > 0, "python3 with python3-torch is needed for the reference (scripts/setup.sh installs it)");
-    const QString script = TB_SOURCE_DIR "/tests/reference/hf_llama_reference.py";
-    QVERIFY2(!runPython({script, "make", tmp_.filePath("ref")}).isEmpty(), "the reference checkpoint script failed");
+    QVERIFY2(!tbtest::reference_python().isEmpty(), "python3 with python3-torch is needed for the reference (scripts/setup.sh installs it)");
+    QVERIFY2(!runReference("hf_llama_reference.py", {"make", tmp_.filePath("ref")}).isEmpty(),
+             "the reference checkpoint script failed");
     base_ = tmp_.filePath("ref/fp32_gqa");
   }
 
   void lossesMatchPyTorchReference() {
-    const QString script = TB_SOURCE_DIR "/tests/reference/train_reference.py";
-    const QString out = runPython({script, base_,
+    const QString out = runReference("train_reference.py", {base_,
                                    R"({"epochs":2,"steps":2,"batch_size":2,"grad_accum":1,"seq_len":12,)"
                                    R"("num_samples":8,"seed":0,"lr":0.001,"weight_decay":0.01,"clip":0})"});
     QVERIFY2(!out.isEmpty(), "the reference training script failed");
     const auto expected = nlohmann::json::parse(out.toStdString())["losses"].get<std::vector<double>>();
     CollectingLogger logger;
-    tb::RunControl control;
+    tb::training::RunControl control;
     const auto result = run(tmp_.filePath("run_ref"), {}, logger, control);
-    QVERIFY2(result.status == tb::RunStatus::Completed, result.message.c_str());
+    QVERIFY2(result.status == tb::training::RunStatus::Completed, result.message.c_str());
     const auto got = logger.losses();
     QCOMPARE(got.size(), expected.size());
     for (size_t i = 0; i < got.size(); ++i)
@@ -105,7 +95,7 @@ class TestFullFinetune : public QObject {
 
   void sameSeedSameLossesWithAccumulation() {
     CollectingLogger a, b;
-    tb::RunControl ca, cb;
+    tb::training::RunControl ca, cb;
     run(tmp_.filePath("accum_a"), {"gradient_accumulation_steps=2", "epochs=1"}, a, ca);
     run(tmp_.filePath("accum_b"), {"gradient_accumulation_steps=2", "epochs=1"}, b, cb);
     QCOMPARE(a.losses().size(), size_t(2));
@@ -115,23 +105,23 @@ class TestFullFinetune : public QObject {
 
   void stopThenResumeContinuesExactly() {
     CollectingLogger full;
-    tb::RunControl full_control;
+    tb::training::RunControl full_control;
     run(tmp_.filePath("resume_full"), {}, full, full_control);
     QCOMPARE(full.steps.size(), size_t(4));
 
     const QString out = tmp_.filePath("resume_split");
     CollectingLogger first;
-    tb::RunControl first_control;
+    tb::training::RunControl first_control;
     first.stop_after = 3;
     const auto stopped = run(out, {}, first, first_control);
-    QCOMPARE(int(stopped.status), int(tb::RunStatus::Stopped));
+    QCOMPARE(int(stopped.status), int(tb::training::RunStatus::Stopped));
     QCOMPARE(first.events.back()["status"].get<std::string>(), std::string("stopped"));
     QVERIFY(tb::training::read_manifest((out + "/step_3").toStdString()).has_value());
 
     CollectingLogger second;
-    tb::RunControl second_control;
+    tb::training::RunControl second_control;
     const auto resumed = run(out, {"resume_from_checkpoint=true"}, second, second_control);
-    QVERIFY2(resumed.status == tb::RunStatus::Completed, resumed.message.c_str());
+    QVERIFY2(resumed.status == tb::training::RunStatus::Completed, resumed.message.c_str());
     QCOMPARE(second.steps.size(), size_t(1));
     QCOMPARE(second.steps[0].step, int64_t(4));
     QVERIFY(second.steps[0].resumed_before);
@@ -142,9 +132,9 @@ class TestFullFinetune : public QObject {
     // The seed's round trip: max_steps_per_epoch=0 epochs=1 saves a checkpoint that loads back.
     const QString out = tmp_.filePath("zero");
     CollectingLogger logger;
-    tb::RunControl control;
+    tb::training::RunControl control;
     const auto result = run(out, {"max_steps_per_epoch=0", "epochs=1"}, logger, control);
-    QVERIFY2(result.status == tb::RunStatus::Completed, result.message.c_str());
+    QVERIFY2(result.status == tb::training::RunStatus::Completed, result.message.c_str());
     QVERIFY(logger.steps.empty());
     auto original = tb::checkpoint::load_hf_state(base_.toStdString(), {"model.safetensors"});
     auto saved = tb::checkpoint::load_hf_state((out + "/epoch_0").toStdString(), {});
@@ -155,12 +145,12 @@ class TestFullFinetune : public QObject {
     }
     // ... and a second run starts from it.
     CollectingLogger again;
-    tb::RunControl again_control;
+    tb::training::RunControl again_control;
     const auto second = run(tmp_.filePath("zero_again"),
                             {"checkpointer.checkpoint_dir=" + (out + "/epoch_0").toStdString(),
                              "checkpointer.checkpoint_files=[model-00001-of-00001.safetensors]", "epochs=1"},
                             again, again_control);
-    QVERIFY2(second.status == tb::RunStatus::Completed, second.message.c_str());
+    QVERIFY2(second.status == tb::training::RunStatus::Completed, second.message.c_str());
     QCOMPARE(again.steps.size(), size_t(2));
   }
 
@@ -169,10 +159,10 @@ class TestFullFinetune : public QObject {
     const QString cwd = QDir::currentPath();
     QVERIFY(QDir::setCurrent(tmp_.path()));
     CollectingLogger logger;
-    tb::RunControl control;
+    tb::training::RunControl control;
     const auto r = run("relative_out", {"max_steps_per_epoch=0", "epochs=1"}, logger, control);
     QDir::setCurrent(cwd);
-    QVERIFY2(r.status == tb::RunStatus::Completed, r.message.c_str());
+    QVERIFY2(r.status == tb::training::RunStatus::Completed, r.message.c_str());
     for (const char* file : {"config.json", "model.safetensors.index.json", "model-00001-of-00001.safetensors",
                              "recipe_state.json", "tunebench_checkpoint.json"})
       QVERIFY2(fs::exists(tmp_.filePath(QString("relative_out/epoch_0/") + file).toStdString()), file);
@@ -182,9 +172,9 @@ class TestFullFinetune : public QObject {
     // A first run leaves complete checkpoints in the output folder.
     const QString out = tmp_.filePath("diverge");
     CollectingLogger good;
-    tb::RunControl good_control;
+    tb::training::RunControl good_control;
     const auto first = run(out, {"save_every_n_steps=1", "epochs=1"}, good, good_control);
-    QVERIFY2(first.status == tb::RunStatus::Completed, first.message.c_str());
+    QVERIFY2(first.status == tb::training::RunStatus::Completed, first.message.c_str());
     const auto before = tb::training::list_checkpoints(out.toStdString());
     QVERIFY(before.size() >= 2);
 
@@ -199,11 +189,11 @@ class TestFullFinetune : public QObject {
     tb::checkpoint::save_safetensors((poisoned + "/model.safetensors").toStdString(), weights);
 
     CollectingLogger logger;
-    tb::RunControl control;
+    tb::training::RunControl control;
     const auto result = run(out, {"save_every_n_steps=1", "epochs=1", "model.path=" + poisoned.toStdString(),
                                   "checkpointer.checkpoint_dir=" + poisoned.toStdString()},
                             logger, control);
-    QCOMPARE(int(result.status), int(tb::RunStatus::Failed));
+    QCOMPARE(int(result.status), int(tb::training::RunStatus::Failed));
     QVERIFY2(QString::fromStdString(result.message).contains("loss is nan at step 1"), result.message.c_str());
     QCOMPARE(logger.events.back()["status"].get<std::string>(), std::string("failed"));
     // Nothing already saved is touched: the same complete checkpoints, manifests unchanged.
@@ -218,7 +208,7 @@ class TestFullFinetune : public QObject {
   void interruptedSaveLeavesPreviousCheckpoint() {
     const QString out = tmp_.filePath("interrupted");
     CollectingLogger logger;
-    tb::RunControl control;
+    tb::training::RunControl control;
     run(out, {"epochs=1"}, logger, control);
     // A save that dies half-way: the fill step throws after writing part of the files.
     bool threw = false;
@@ -240,6 +230,122 @@ class TestFullFinetune : public QObject {
     QCOMPARE(QString::fromStdString(fs::path(newest->path).filename().string()), QString("epoch_0"));
   }
 
+  // Bug: with batches_per_epoch % gradient_accumulation_steps != 0 the leftover micro-batch's gradients
+  // carried into the next epoch's first step (divided by that step's tokens only), so a run resumed
+  // from epoch_N differed from an uninterrupted one. 3 batches per epoch, 2 per step: 1 step an epoch.
+  void leftoverMicroBatchesDoNotCarryIntoTheNextEpoch() {
+    const std::vector<std::string> shape = {"dataset.num_samples=6", "max_steps_per_epoch=null",
+                                            "gradient_accumulation_steps=2"};
+    auto with = [&](std::vector<std::string> more) {
+      more.insert(more.begin(), shape.begin(), shape.end());
+      return more;
+    };
+    CollectingLogger whole;
+    tb::training::RunControl whole_control;
+    const auto uninterrupted = run(tmp_.filePath("leftover_whole"), with({"epochs=3"}), whole, whole_control);
+    QVERIFY2(uninterrupted.status == tb::training::RunStatus::Completed, uninterrupted.message.c_str());
+    QCOMPARE(whole.steps.size(), size_t(3));
+    QCOMPARE(whole.steps[0].tokens, int64_t(2 * 2 * 11));  // two whole micro-batches; the third is not read
+    QCOMPARE(whole.steps[0].total_steps, int64_t(3));
+
+    const QString out = tmp_.filePath("leftover_split");
+    CollectingLogger first, second;
+    tb::training::RunControl first_control, second_control;
+    QVERIFY(run(out, with({"epochs=1"}), first, first_control).status == tb::training::RunStatus::Completed);
+    const auto resumed = run(out, with({"epochs=3", "resume_from_checkpoint=true"}), second, second_control);
+    QVERIFY2(resumed.status == tb::training::RunStatus::Completed, resumed.message.c_str());
+    QCOMPARE(second.steps.size(), size_t(2));
+    QCOMPARE(second.steps[0].loss, whole.steps[1].loss);
+    QCOMPARE(second.steps[1].loss, whole.steps[2].loss);  // bitwise: the weights after step 2 agree
+    const auto a = tb::checkpoint::load_hf_state(tmp_.filePath("leftover_whole/epoch_2").toStdString(), {});
+    const auto b = tb::checkpoint::load_hf_state((out + "/epoch_2").toStdString(), {});
+    for (const auto& [name, tensor] : a) QVERIFY2(torch::equal(tensor, b.at(name)), name.c_str());
+  }
+
+  // Bug: `seed: null` (every real-model config's) silently meant 0. It picks a seed, says so, and
+  // checkpoints record it; a resumed run takes it from there.
+  void nullSeedPicksOneAndCheckpointsRecordIt() {
+    std::vector<uint64_t> seeds;
+    for (const char* name : {"null_seed_a", "null_seed_b"}) {
+      CollectingLogger logger;
+      tb::training::RunControl control;
+      const auto result = run(tmp_.filePath(name), {"seed=null", "epochs=1"}, logger, control);
+      QVERIFY2(result.status == tb::training::RunStatus::Completed, result.message.c_str());
+      const std::string said = logger.info_containing("seed ");
+      QVERIFY2(said.find("picked") != std::string::npos, said.c_str());
+      const auto manifest = tb::training::read_manifest(tmp_.filePath(QString(name) + "/epoch_0").toStdString());
+      QVERIFY(manifest && manifest->contains("seed"));
+      const uint64_t seed = (*manifest)["seed"].get<uint64_t>();
+      QVERIFY2(said.find("seed " + std::to_string(seed)) != std::string::npos, said.c_str());
+      QCOMPARE(tb::training::read_recipe_counters(tmp_.filePath(QString(name) + "/epoch_0").toStdString()).seed, seed);
+      seeds.push_back(seed);
+    }
+    QVERIFY(seeds[0] != seeds[1]);
+    // Resuming keeps the recorded seed whatever the config says now, and says so when they differ.
+    CollectingLogger resumed;
+    tb::training::RunControl control;
+    const auto again = run(tmp_.filePath("null_seed_a"), {"seed=5", "epochs=2", "resume_from_checkpoint=true"},
+                           resumed, control);
+    QVERIFY2(again.status == tb::training::RunStatus::Completed, again.message.c_str());
+    const auto manifest = tb::training::read_manifest(tmp_.filePath("null_seed_a/epoch_1").toStdString());
+    QCOMPARE((*manifest)["seed"].get<uint64_t>(), seeds[0]);
+    bool warned = false;
+    for (const auto& e : resumed.events)
+      warned |= e.value("event", "") == "warning" && e.value("message", "").find("seed") != std::string::npos;
+    QVERIFY(warned);
+  }
+
+  // Bug: the code's own defaults disagreed with the schema's (log_peak_memory_stats: true in code,
+  // false in the schema), which showed wherever a config reached a recipe without the schema's
+  // defaults filled in. The recipes now read every setting through the schema.
+  void settingsDefaultToTheSchema() {
+    const std::string text = configText(tmp_.filePath("defaults"));
+    const auto loaded = tbtest::load_config(text, "full_finetune_single_device");
+    QVERIFY(loaded.ok());
+    // The same config without the defaults the loader filled in.
+    const YAML::Node written = YAML::Load(text);
+    tb::config::Config bare = *loaded.config;
+    bare.root = YAML::Clone(loaded.config->root);
+    for (const auto& key : tb::config::recipe_schema())
+      if (key.component_kind.empty() && !written[key.value.name].IsDefined()) bare.root.remove(key.value.name);
+    QVERIFY(!bare.root["log_peak_memory_stats"].IsDefined());
+    const auto settings = tb::training::read_run_settings(bare);
+    const auto filled = tb::training::read_run_settings(*loaded.config);
+    QCOMPARE(settings.loop.log_peak_memory_stats, filled.loop.log_peak_memory_stats);
+    QCOMPARE(settings.loop.log_peak_memory_stats, false);
+    QCOMPARE(settings.compile, filled.compile);
+    QCOMPARE(settings.clip_grad_norm, filled.clip_grad_norm);
+    QCOMPARE(settings.resume_from_checkpoint, filled.resume_from_checkpoint);
+    QCOMPARE(settings.loop.save_every_n_steps, filled.loop.save_every_n_steps);
+    // A run of the bare config tracks no memory, as the schema says.
+    CollectingLogger logger;
+    tb::training::RunControl control;
+    const auto result = tb::find_recipe("full_finetune_single_device")->run(bare, logger, control);
+    QVERIFY2(result.status == tb::training::RunStatus::Completed, result.message.c_str());
+    QVERIFY(!logger.steps.empty());
+    for (const auto& step : logger.steps) QCOMPARE(step.peak_memory_gib, 0.0);
+  }
+
+  // Keys accepted because torchtune's configs carry them, set to something they would do there: the
+  // run says they do nothing here.
+  void noEffectKeysWarn() {
+    CollectingLogger logger;
+    tb::training::RunControl control;
+    const auto result = run(tmp_.filePath("no_effect"),
+                            {"epochs=1", "optimizer_in_bwd=True", "enable_activation_offloading=false",
+                             "profiler._component_=torchtune.training.setup_torch_profiler", "profiler.enabled=true"},
+                            logger, control);
+    QVERIFY2(result.status == tb::training::RunStatus::Completed, result.message.c_str());
+    QStringList warnings;
+    for (const auto& e : logger.events)
+      if (e.value("event", "") == "warning") warnings << QString::fromStdString(e.value("message", ""));
+    QCOMPARE(warnings.size(), 2);  // offloading is at its default: nothing to say
+    QVERIFY2(warnings[0].startsWith("profiler.enabled: true is accepted") ||
+                 warnings[1].startsWith("profiler.enabled: true is accepted"),
+             qPrintable(warnings.join('\n')));
+    QVERIFY2(warnings.join('\n').contains("optimizer_in_bwd: True is accepted"), qPrintable(warnings.join('\n')));
+  }
+
   void activationCheckpointingGivesTheSameGradients() {
     torch::manual_seed(0);
     auto model = tb::models::build_decoder(*tb::models::preset_args("llama_tiny_test"));
@@ -247,7 +353,7 @@ class TestFullFinetune : public QObject {
     auto tokens = torch::randint(0, 512, {2, 16}, torch::kLong);
     auto grads = [&](bool checkpointed) {
       model->zero_grad();
-      auto h = checkpointed ? tb::training::checkpointed_forward_hidden(*model, tokens) : model->forward_hidden(tokens);
+      auto h = checkpointed ? tb::models::checkpointed_forward_hidden(*model, tokens) : model->forward_hidden(tokens);
       model->output_projection(h).pow(2).mean().backward();
       std::vector<torch::Tensor> out;
       for (auto& p : model->parameters()) out.push_back(p.grad().clone());
@@ -260,5 +366,5 @@ class TestFullFinetune : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestFullFinetune)
+TB_TEST(TestFullFinetune)
 #include "test_full_finetune.moc"

@@ -5,6 +5,8 @@
 // (and back) continuing as the uninterrupted run.
 #include <QtTest>
 
+#include "test_main.h"
+
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -14,10 +16,11 @@
 #include <torch/torch.h>
 
 #include "compile/fused_adamw.h"
+#include "components/builtin.h"
 #include "config/config.h"
 #include "recipe.h"
 #include "recipe_test_support.h"
-#include "training/recipe_support.h"
+#include "training/recipe_state.h"
 
 namespace fs = std::filesystem;
 
@@ -110,35 +113,14 @@ class TestFusedAdamW : public QObject {
 
   QTemporaryDir tmp_;
 
-  std::string configText(const QString& output_dir) const {
-    return "model:\n  _component_: tunebench.models.llama_tiny_test\n"
-           "tokenizer:\n  _component_: torchtune.models.llama2.llama2_tokenizer\n  path: " TB_SOURCE_DIR
-           "/resources/tokenizer/tokenizer.model\n"
-           "checkpointer:\n  _component_: torchtune.training.FullModelHFCheckpointer\n  checkpoint_dir: null\n"
-           "  checkpoint_files: []\n  model_type: LLAMA2\n  output_dir: ${output_dir}\n"
-           "dataset:\n  _component_: tunebench.datasets.synthetic\n  seq_len: 24\n  num_samples: 12\n  seed: 3\n"
-           "seed: 5\nshuffle: false\nbatch_size: 2\nepochs: 2\nmax_steps_per_epoch: 3\n"
-           "gradient_accumulation_steps: 2\n"
-           "optimizer:\n  _component_: torch.optim.AdamW\n  lr: 0.003\n  weight_decay: 0.01\n  amsgrad: true\n"
-           "loss:\n  _component_: torch.nn.CrossEntropyLoss\n"
-           "num_threads: 2\ndtype: fp32\nlog_every_n_steps: 1\noutput_dir: " +
-           output_dir.toStdString() + "\n";
-  }
-
-  tb::RunResult run(const QString& output_dir, const std::vector<std::string>& overrides, CollectingLogger& logger,
-                    int64_t stop_after = -1) {
-    tb::config::LoadOptions options;
-    options.overrides = overrides;
-    options.recipe = "full_finetune_single_device";
-    auto loaded = tb::config::load_text(configText(output_dir), "test.yaml", options);
-    if (!loaded.ok()) {
-      qWarning("%s", tb::config::format_diagnostics(loaded.diagnostics).c_str());
-      return {tb::RunStatus::Failed, "config invalid", 0, 0, {}};
-    }
-    tb::RunControl control;
-    logger.control = &control;
+  tb::training::RunResult run(const QString& output_dir, const std::vector<std::string>& overrides, CollectingLogger& logger,
+                               int64_t stop_after = -1) {
+    tbtest::TinyConfig config;
+    config.optimizer_args += "  amsgrad: true\n";
+    tb::training::RunControl control;
     logger.stop_after = stop_after;
-    return tb::find_recipe("full_finetune_single_device")->run(*loaded.config, logger, control);
+    return tbtest::run_recipe("full_finetune_single_device", config.text(output_dir.toStdString()), overrides, logger,
+                              control);
   }
 
  private Q_SLOTS:
@@ -356,13 +338,13 @@ class TestFusedAdamW : public QObject {
     const std::string second_mode = compiled_first ? "compile=false" : "compile=true";
     CollectingLogger whole, first, second;
     const QString whole_dir = tmp_.filePath(compiled_first ? "whole_1" : "whole_2");
-    QCOMPARE(run(whole_dir, {"compile=false"}, whole).status, tb::RunStatus::Completed);
+    QCOMPARE(run(whole_dir, {"compile=false"}, whole).status, tb::training::RunStatus::Completed);
     QCOMPARE(whole.steps.size(), size_t(6));
     const QString out = tmp_.filePath(compiled_first ? "split_c_e" : "split_e_c");
-    QCOMPARE(run(out, {first_mode}, first, 3).status, tb::RunStatus::Stopped);
+    QCOMPARE(run(out, {first_mode}, first, 3).status, tb::training::RunStatus::Stopped);
     QCOMPARE(first.info_containing("AdamW steps fused").empty(), !compiled_first);
     const auto resumed = run(out, {second_mode, "resume_from_checkpoint=true"}, second);
-    QVERIFY2(resumed.status == tb::RunStatus::Completed, resumed.message.c_str());
+    QVERIFY2(resumed.status == tb::training::RunStatus::Completed, resumed.message.c_str());
     QCOMPARE(second.info_containing("AdamW steps fused").empty(), compiled_first);
     QCOMPARE(second.steps.size(), size_t(3));
     double worst = 0;
@@ -376,5 +358,5 @@ class TestFusedAdamW : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestFusedAdamW)
+TB_TEST(TestFusedAdamW)
 #include "test_fused_adamw.moc"

@@ -6,6 +6,8 @@
 // MultiHeadAttention::forward (and its eager fallback for other masks).
 #include <QtTest>
 
+#include "test_main.h"
+
 #include <array>
 #include <chrono>
 #include <functional>
@@ -323,5 +325,5 @@ class TestFusedAttention : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestFusedAttention)
+TB_TEST(TestFusedAttention)
 #include "test_fused_attention.moc"

@@ -6,6 +6,8 @@
 // update (compile/fused_lora.h) on its own against the float64 formulas, odd shapes and ranks.
 #include <QtTest>
 
+#include "test_main.h"
+
 #include <memory>
 #include <string>
 
@@ -13,6 +15,7 @@
 
 #include "compile/fused_lora.h"
 #include "compile/fused_nf4.h"
+#include "components/builtin.h"
 #include "config/config.h"
 #include "peft/lora_linear.h"
 #include "peft/qlora.h"
@@ -58,34 +61,14 @@ class TestFusedNF4 : public QObject {
 
   QTemporaryDir tmp_;
 
-  std::string configText(const QString& output_dir) const {
-    return "model:\n  _component_: tunebench.models.qlora_llama_tiny_test\n"
-           "  lora_attn_modules: [q_proj, k_proj, v_proj, output_proj]\n"
-           "  apply_lora_to_mlp: true\n  lora_rank: 4\n  lora_alpha: 8\n  lora_dropout: 0.1\n"
-           "tokenizer:\n  _component_: torchtune.models.llama2.llama2_tokenizer\n  path: " TB_SOURCE_DIR
-           "/resources/tokenizer/tokenizer.model\n"
-           "checkpointer:\n  _component_: torchtune.training.FullModelHFCheckpointer\n  checkpoint_dir: null\n"
-           "  checkpoint_files: []\n  model_type: LLAMA2\n  output_dir: ${output_dir}\n"
-           "dataset:\n  _component_: tunebench.datasets.synthetic\n  seq_len: 24\n  num_samples: 12\n  seed: 3\n"
-           "seed: 5\nshuffle: false\nbatch_size: 2\nepochs: 1\nmax_steps_per_epoch: 3\n"
-           "gradient_accumulation_steps: 2\n"
-           "optimizer:\n  _component_: torch.optim.AdamW\n  lr: 0.003\n  weight_decay: 0.01\n"
-           "loss:\n  _component_: torch.nn.CrossEntropyLoss\n"
-           "num_threads: 2\ndtype: fp32\nlog_every_n_steps: 1\nsave_adapter_weights_only: true\noutput_dir: " +
-           output_dir.toStdString() + "\n";
-  }
-
-  tb::RunResult run(const QString& output_dir, const std::vector<std::string>& overrides, CollectingLogger& logger) {
-    tb::config::LoadOptions options;
-    options.overrides = overrides;
-    options.recipe = "lora_finetune_single_device";
-    auto loaded = tb::config::load_text(configText(output_dir), "test.yaml", options);
-    if (!loaded.ok()) {
-      qWarning("%s", tb::config::format_diagnostics(loaded.diagnostics).c_str());
-      return {tb::RunStatus::Failed, "config invalid", 0, 0, {}};
-    }
-    tb::RunControl control;
-    return tb::find_recipe("lora_finetune_single_device")->run(*loaded.config, logger, control);
+  tb::training::RunResult run(const QString& output_dir, const std::vector<std::string>& overrides, CollectingLogger& logger) {
+    tbtest::TinyConfig config;
+    config.lora("tunebench.models.qlora_llama_tiny_test", "  lora_dropout: 0.1\n");
+    config.epochs = 1;
+    config.extra = "save_adapter_weights_only: true\n";
+    tb::training::RunControl control;
+    return tbtest::run_recipe("lora_finetune_single_device", config.text(output_dir.toStdString()), overrides, logger,
+                              control);
   }
 
  private Q_SLOTS:
@@ -311,9 +294,9 @@ class TestFusedNF4 : public QObject {
   void compiledQLoRARunMatchesEager() {
     CollectingLogger eager_log, compiled_log;
     const auto eager = run(tmp_.filePath("eager"), {"compile=false"}, eager_log);
-    QVERIFY2(eager.status == tb::RunStatus::Completed, eager.message.c_str());
+    QVERIFY2(eager.status == tb::training::RunStatus::Completed, eager.message.c_str());
     const auto compiled = run(tmp_.filePath("compiled"), {"compile=true"}, compiled_log);
-    QVERIFY2(compiled.status == tb::RunStatus::Completed, compiled.message.c_str());
+    QVERIFY2(compiled.status == tb::training::RunStatus::Completed, compiled.message.c_str());
     QCOMPARE(compiled_log.steps.size(), size_t(3));
     QCOMPARE(eager_log.steps.size(), size_t(3));
     bool fell_back = true;
@@ -330,5 +313,5 @@ class TestFusedNF4 : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestFusedNF4)
+TB_TEST(TestFusedNF4)
 #include "test_fused_nf4.moc"

@@ -4,6 +4,8 @@
 // make them), and gemm_linear's gradients against torch::linear's.
 #include <QtTest>
 
+#include "test_main.h"
+
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
@@ -165,5 +167,5 @@ class TestGemm : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestGemm)
+TB_TEST(TestGemm)
 #include "test_gemm.moc"

@@ -3,6 +3,9 @@
 // (tests/reference/hf_llama_reference.py: its own safetensors writer and HF-convention Llama forward).
 #include <QtTest>
 
+#include "test_main.h"
+#include "test_support.h"
+
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -24,28 +27,10 @@ nlohmann::json read_json(const QString& path) {
   return nlohmann::json::parse(in);
 }
 
-// The first python3 on PATH that imports torch (a pyenv shim may shadow the system one); TB_PYTHON overrides.
-QString find_python_with_torch() {
-  QStringList candidates;
-  if (qEnvironmentVariableIsSet("TB_PYTHON")) candidates << qEnvironmentVariable("TB_PYTHON");
-  for (const auto& dir : qEnvironmentVariable("PATH").split(':', Qt::SkipEmptyParts)) {
-    const QString exe = QStandardPaths::findExecutable("python3", {dir});
-    if (!exe.isEmpty() && !candidates.contains(exe)) candidates << exe;
-  }
-  for (const auto& exe : candidates) {
-    QProcess p;
-    p.start(exe, {"-c", "import torch"});
-    if (p.waitForFinished(60000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0) return exe;
-  }
-  return {};
-}
-
-QString run_python(const QString& python, const QStringList& args) {
-  QProcess p;
-  p.start(python, QStringList{QString(TB_SOURCE_DIR) + "/tests/reference/hf_llama_reference.py"} + args);
-  if (!p.waitForFinished(180000) || p.exitCode() != 0)
-    return "FAILED: " + QString::fromUtf8(p.readAllStandardError());
-  return QString::fromUtf8(p.readAllStandardOutput()).trimmed();
+QString run_python(const QStringList& args) {
+  const auto r = tbtest::run_reference("hf_llama_reference.py", args);
+  if (r.code != 0) return "FAILED: " + r.err;
+  return r.out.trimmed();
 }
 
 torch::Tensor tokens_of(const QString& variant_dir) {
@@ -100,17 +85,14 @@ class TestHfCheckpointer : public QObject {
   Q_OBJECT
  private:
   QTemporaryDir dir_;
-  QString python_;
-  QString reference_;  // folder with the python-made variants, empty when python/torch is missing
+  QString reference_;  // folder with the python-made variants
   QString path(const QString& name) const { return dir_.filePath(name); }
-  bool have_reference() const { return !reference_.isEmpty(); }
 
  private Q_SLOTS:
   void initTestCase() {
     QVERIFY(dir_.isValid());
-    python_ = find_python_with_torch();
-    if (python_.isEmpty()) return;
-    const QString out = run_python(python_, {"make", path("reference")});
+    QVERIFY2(!tbtest::reference_python().isEmpty(), "python3 with python3-torch is needed for the reference (scripts/setup.sh test installs it)");
+    const QString out = run_python({"make", path("reference")});
     QVERIFY2(!out.startsWith("FAILED"), qPrintable(out));
     reference_ = path("reference");
   }
@@ -183,7 +165,7 @@ class TestHfCheckpointer : public QObject {
     QCOMPARE(a.rope_base, 500000.0);
     QVERIFY(a.tie_word_embeddings);
     QVERIFY(a.rope_scaling && a.rope_scaling->scale_factor == 32.0 && a.rope_scaling->old_context_len == 8192);
-    const auto back = model_args_from_hf_config(hf_config_from_model_args(a, "LLAMA3_2", torch::kBFloat16), "gen");
+    const auto back = model_args_from_hf_config(hf_config_from_model_args(a, "LLAMA3_2", "bfloat16"), "gen");
     QVERIFY(back.differences(a).empty());
     // vocab_size, num_kv_heads, max_seq_len, intermediate_dim, rope_base, rope_scaling.
     QCOMPARE(models::llama3_1_8b_args().differences(models::llama2_7b_args()).size(), size_t(6));
@@ -275,7 +257,7 @@ class TestHfCheckpointer : public QObject {
   void resavingWithFewerShardsRemovesStaleOnes() {
     auto model = models::build_decoder(tiny_args());
     const auto state = base_model_state(*model);
-    const auto cfg = hf_config_from_model_args(tiny_args(), "LLAMA2", torch::kFloat);
+    const auto cfg = hf_config_from_model_args(tiny_args(), "LLAMA2", "float32");
     const std::string folder = path("stale").toStdString();
     save_model_state(folder, state, cfg, 20000);
     QVERIFY(QDir(path("stale")).entryList({"model-*.safetensors"}).size() > 2);
@@ -331,7 +313,6 @@ class TestHfCheckpointer : public QObject {
     QTest::newRow("bf16 weights, bf16 compute") << "bf16_gqa" << int(torch::kBFloat16) << "loss" << 1e-3;
   }
   void matchesReferenceLoss() {
-    if (!have_reference()) QSKIP("python3 with torch not found on PATH (set TB_PYTHON); reference test skipped");
     QFETCH(QString, variant);
     QFETCH(int, computeDtype);
     QFETCH(QString, expectedKey);
@@ -366,7 +347,6 @@ class TestHfCheckpointer : public QObject {
   void withoutThePermutationTheLossIsWrong() {
     // Negative control: renaming alone (no q/k row permutation) must change the loss, so the test
     // above would catch a wrong or missing permutation.
-    if (!have_reference()) QSKIP("python3 with torch not found on PATH (set TB_PYTHON); reference test skipped");
     const QString folder = reference_ + "/fp32_gqa";
     const auto args = read_hf_model_args(folder.toStdString());
     StateDict renamed;
@@ -395,7 +375,6 @@ class TestHfCheckpointer : public QObject {
     QTest::newRow("fp32 tied") << "fp32_scaled_tied" << int(torch::kFloat);
   }
   void savedFolderIsBitwiseTheReferenceAndLoadsThere() {
-    if (!have_reference()) QSKIP("python3 with torch not found on PATH (set TB_PYTHON); reference test skipped");
     QFETCH(QString, variant);
     QFETCH(int, dtype);
     const QString folder = reference_ + "/" + variant;
@@ -410,7 +389,7 @@ class TestHfCheckpointer : public QObject {
     const QString saved = QString::fromStdString(ckpt.save("step_1", *model));
     compare_folders(folder, saved);  // same HF keys, dtypes and bytes as the independent writer's
     // The independent reader computes the same loss from our files.
-    const QString out = run_python(python_, {"eval", saved, folder + "/tokens.json"});
+    const QString out = run_python({"eval", saved, folder + "/tokens.json"});
     QVERIFY2(!out.startsWith("FAILED"), qPrintable(out));
     const double loss = nlohmann::json::parse(out.toStdString())["loss"].get<double>();
     const double expected = read_json(folder + "/expected.json")["loss_fp32_compute"].get<double>();
@@ -418,5 +397,5 @@ class TestHfCheckpointer : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestHfCheckpointer)
+TB_TEST(TestHfCheckpointer)
 #include "test_hf_checkpointer.moc"

@@ -4,6 +4,8 @@
 // checks of a LoRA model's checkpoint load.
 #include <QtTest>
 
+#include "test_main.h"
+
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -461,7 +463,7 @@ class TestLora : public QObject {
 
   void decoderWithLoRAMatchesPlainAtInit() {
     const auto args = tiny_args(2);
-    models::LoraSettings targets;
+    peft::LoraSettings targets;
     targets.lora_attn_modules = {"q_proj", "v_proj"};
     auto factory = [](const models::ProjectionSite& site) {
       if (site.name == "q_proj" || site.name == "v_proj")
@@ -494,7 +496,7 @@ class TestLora : public QObject {
   }
 
   void validateMissingAndUnexpected() {
-    models::LoraSettings targets;
+    peft::LoraSettings targets;
     targets.lora_attn_modules = {"q_proj", "v_proj"};
     targets.apply_lora_to_output = true;
     const std::vector<std::string> adapters = {"layers.0.attn.q_proj.lora_a.weight",
@@ -519,5 +521,5 @@ class TestLora : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestLora)
+TB_TEST(TestLora)
 #include "test_lora.moc"

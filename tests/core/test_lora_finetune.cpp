@@ -5,6 +5,8 @@
 // an exact resume, and QLoRA (NF4 base) training end to end.
 #include <QtTest>
 
+#include "test_main.h"
+
 #include <cmath>
 #include <filesystem>
 
@@ -12,6 +14,7 @@
 
 #include "checkpoint/hf_checkpointer.h"
 #include "checkpoint/safetensors.h"
+#include "components/builtin.h"
 #include "config/config.h"
 #include "recipe.h"
 #include "recipe_test_support.h"
@@ -34,39 +37,18 @@ class TestLoraFinetune : public QObject {
   QTemporaryDir tmp_;
   QString base_;
 
-  std::string configText(const QString& output_dir, bool qlora) const {
-    return "model:\n  _component_: tunebench.models." + std::string(qlora ? "qlora" : "lora") +
-           "_from_hf_config\n  path: " + base_.toStdString() +
-           "\n  lora_attn_modules: [q_proj, k_proj, v_proj, output_proj]\n  apply_lora_to_mlp: true\n"
-           "  lora_rank: 4\n  lora_alpha: 8\n"
-           "tokenizer:\n  _component_: torchtune.models.llama2.llama2_tokenizer\n  path: " TB_SOURCE_DIR
-           "/resources/tokenizer/tokenizer.model\n"
-           "checkpointer:\n  _component_: torchtune.training.FullModelHFCheckpointer\n  checkpoint_dir: " +
-           base_.toStdString() +
-           "\n  checkpoint_files: [model.safetensors]\n  model_type: LLAMA2\n  output_dir: ${output_dir}\n"
-           "dataset:\n  _component_: tunebench.datasets.synthetic\n  seq_len: 12\n  num_samples: 8\n  seed: 0\n"
-           "seed: 0\nshuffle: false\nbatch_size: 2\nepochs: 2\nmax_steps_per_epoch: 2\n"
-           "optimizer:\n  _component_: torch.optim.AdamW\n  lr: 0.01\n  weight_decay: 0.01\n"
-           "loss:\n  _component_: torchtune.modules.loss.CEWithChunkedOutputLoss\n  num_output_chunks: 3\n"
-           "num_threads: 1\ndtype: fp32\nlog_every_n_steps: 1\n"
-           "output_dir: " +
-           output_dir.toStdString() + "\n";
-  }
-
-  tb::RunResult run(const QString& output_dir, const std::vector<std::string>& overrides, CollectingLogger& logger,
-                    tb::RunControl& control, bool qlora = false) {
-    tb::config::LoadOptions options;
-    options.overrides = overrides;
-    options.recipe = kRecipe;
-    auto loaded = tb::config::load_text(configText(output_dir, qlora), "test.yaml", options);
-    if (!loaded.ok()) {
-      tb::RunResult invalid;
-      invalid.status = tb::RunStatus::Failed;
-      invalid.message = tb::config::format_diagnostics(loaded.diagnostics);
-      return invalid;
-    }
-    logger.control = &control;
-    return tb::find_recipe(kRecipe)->run(*loaded.config, logger, control);
+  tb::training::RunResult run(const QString& output_dir, const std::vector<std::string>& overrides,
+                               CollectingLogger& logger, tb::training::RunControl& control, bool qlora = false) {
+    tbtest::TinyConfig config;
+    config.lora(qlora ? "tunebench.models.qlora_from_hf_config" : "tunebench.models.lora_from_hf_config");
+    config.from_folder(base_.toStdString(), config.model);
+    config.seq_len = 12, config.num_samples = 8, config.data_seed = 0;
+    config.seed = 0, config.max_steps_per_epoch = 2, config.gradient_accumulation_steps = 1;
+    config.optimizer_args = "  lr: 0.01\n  weight_decay: 0.01\n";
+    config.loss = "torchtune.modules.loss.CEWithChunkedOutputLoss";
+    config.loss_args = "  num_output_chunks: 3\n";
+    config.num_threads = 1;
+    return tbtest::run_recipe(kRecipe, config.text(output_dir.toStdString()), overrides, logger, control);
   }
 
   static std::map<std::string, torch::Tensor> read(const QString& file) {
@@ -85,9 +67,9 @@ class TestLoraFinetune : public QObject {
   void lossesMatchPyTorchReference() {
     // The adapter at initialisation, saved by a zero-step run, is the reference's starting point.
     CollectingLogger init_logger;
-    tb::RunControl init_control;
+    tb::training::RunControl init_control;
     const auto init = run(tmp_.filePath("init"), {"max_steps_per_epoch=0", "epochs=1"}, init_logger, init_control);
-    QVERIFY2(init.status == tb::RunStatus::Completed, init.message.c_str());
+    QVERIFY2(init.status == tb::training::RunStatus::Completed, init.message.c_str());
     const QString adapter = tmp_.filePath("init/epoch_0");
     QVERIFY(fs::exists((adapter + "/adapter_model.safetensors").toStdString()));
     QVERIFY2(!init_logger.info_containing("memory: frozen weights").empty(), "no memory line before training");
@@ -102,9 +84,9 @@ class TestLoraFinetune : public QObject {
         nlohmann::json::parse(tbtest::last_line(reference.out).toStdString())["losses"].get<std::vector<double>>();
 
     CollectingLogger logger;
-    tb::RunControl control;
+    tb::training::RunControl control;
     const auto result = run(tmp_.filePath("trained"), {}, logger, control);
-    QVERIFY2(result.status == tb::RunStatus::Completed, result.message.c_str());
+    QVERIFY2(result.status == tb::training::RunStatus::Completed, result.message.c_str());
     const auto got = logger.losses();
     QCOMPARE(got.size(), expected.size());
     for (size_t i = 0; i < got.size(); ++i)
@@ -141,9 +123,9 @@ class TestLoraFinetune : public QObject {
 
   void adapterOnlySavesNoModelFiles() {
     CollectingLogger logger;
-    tb::RunControl control;
+    tb::training::RunControl control;
     const auto r = run(tmp_.filePath("adapter_only"), {"save_adapter_weights_only=true", "epochs=1"}, logger, control);
-    QVERIFY2(r.status == tb::RunStatus::Completed, r.message.c_str());
+    QVERIFY2(r.status == tb::training::RunStatus::Completed, r.message.c_str());
     std::set<std::string> files;
     for (const auto& e : fs::directory_iterator(tmp_.filePath("adapter_only/epoch_0").toStdString()))
       files.insert(e.path().filename().string());
@@ -153,31 +135,54 @@ class TestLoraFinetune : public QObject {
 
   void stopThenResumeContinuesExactly() {
     CollectingLogger full;
-    tb::RunControl full_control;
+    tb::training::RunControl full_control;
     run(tmp_.filePath("resume_full"), {}, full, full_control);
     QCOMPARE(full.steps.size(), size_t(4));
 
     const QString out = tmp_.filePath("resume_split");
     CollectingLogger first;
-    tb::RunControl first_control;
+    tb::training::RunControl first_control;
     first.stop_after = 3;
     const auto stopped = run(out, {}, first, first_control);
-    QCOMPARE(int(stopped.status), int(tb::RunStatus::Stopped));
+    QCOMPARE(int(stopped.status), int(tb::training::RunStatus::Stopped));
 
     CollectingLogger second;
-    tb::RunControl second_control;
+    tb::training::RunControl second_control;
     const auto resumed = run(out, {"resume_from_checkpoint=true"}, second, second_control);
-    QVERIFY2(resumed.status == tb::RunStatus::Completed, resumed.message.c_str());
+    QVERIFY2(resumed.status == tb::training::RunStatus::Completed, resumed.message.c_str());
     QCOMPARE(second.steps.size(), size_t(1));
     QCOMPARE(second.steps[0].step, int64_t(4));
     QCOMPARE(second.steps[0].loss, full.steps[3].loss);  // bitwise: base from the original, adapter resumed
   }
 
+  // A LoRA run on seeded random base weights (checkpoint_dir: null) with `seed: null`: the resumed run
+  // must rebuild the same base, so it takes the seed the checkpoint recorded.
+  void resumeOfANullSeedRunRebuildsItsRandomBase() {
+    const std::vector<std::string> random_base = {"seed=null", "checkpointer.checkpoint_dir=null"};
+    CollectingLogger full;
+    tb::training::RunControl full_control;
+    const QString out = tmp_.filePath("null_seed_full");
+    const auto whole = run(out, random_base, full, full_control);
+    QVERIFY2(whole.status == tb::training::RunStatus::Completed, whole.message.c_str());
+    QCOMPARE(full.steps.size(), size_t(4));
+
+    CollectingLogger second;
+    tb::training::RunControl second_control;
+    auto resume = random_base;
+    resume.push_back("resume_from_checkpoint=true");
+    resume.push_back("checkpointer.checkpoint_dir=" + (out + "/epoch_0").toStdString());
+    const auto resumed = run(tmp_.filePath("null_seed_resumed"), resume, second, second_control);
+    QVERIFY2(resumed.status == tb::training::RunStatus::Completed, resumed.message.c_str());
+    QCOMPARE(second.steps.size(), size_t(2));
+    QCOMPARE(second.steps[0].loss, full.steps[2].loss);  // bitwise: the same random base and adapter
+    QCOMPARE(second.steps[1].loss, full.steps[3].loss);
+  }
+
   void qloraTrainsOnNF4Base() {
     CollectingLogger logger;
-    tb::RunControl control;
+    tb::training::RunControl control;
     const auto r = run(tmp_.filePath("qlora"), {}, logger, control, /*qlora=*/true);
-    QVERIFY2(r.status == tb::RunStatus::Completed, r.message.c_str());
+    QVERIFY2(r.status == tb::training::RunStatus::Completed, r.message.c_str());
     QVERIFY2(!logger.info_containing("in NF4").empty(), "the memory line does not count NF4 weights");
     QVERIFY(!logger.info_containing("base weights stored in NF4").empty());
     const auto got = logger.losses();
@@ -193,5 +198,5 @@ class TestLoraFinetune : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestLoraFinetune)
+TB_TEST(TestLoraFinetune)
 #include "test_lora_finetune.moc"

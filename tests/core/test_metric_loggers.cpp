@@ -2,10 +2,12 @@
 // callbacks, fan-out, and loggers built from a config.
 #include <QtTest>
 
+#include "test_main.h"
+
 #include <fstream>
 #include <sstream>
 
-#include "config/components.h"
+#include "components/builtin.h"
 #include "config/config.h"
 #include "config/registry.h"
 #include "training/metric_loggers.h"
@@ -43,7 +45,6 @@ tb::config::Config config_with(const std::string& output_dir, const std::string&
                      "dataset: {_component_: d}\noptimizer: {_component_: o}\nloss: {_component_: l}\n"
                      "batch_size: 1\nepochs: 1\n" + metric_logger_yaml;
   tb::config::LoadOptions o;
-  o.validate_components = false;
   tb::config::LoadResult r = tb::config::load_text(text, "t.yaml", o);
   if (!r.ok()) qFatal("%s", tb::config::format_diagnostics(r.diagnostics).c_str());
   return *r.config;
@@ -243,7 +244,7 @@ class TestMetricLoggers : public QObject {
     QTemporaryDir dir;
     std::string out = dir.filePath("run").toStdString();
     auto cfg = config_with(out, "metric_logger:\n  _component_: DiskLogger\n  log_dir: ${output_dir}/mylogs\n");
-    auto logger = make_metric_logger(cfg);
+    auto logger = make_metric_logger(cfg, tb::components::builtin());
     QCOMPARE(logger->size(), size_t(1));
     QVERIFY(logger->contains<DiskLogger>());
     logger->log_step(step(1, 1, 1, Phase::Steady));
@@ -254,7 +255,7 @@ class TestMetricLoggers : public QObject {
     QTemporaryDir dir;
     std::string out = dir.filePath("run").toStdString();
     auto cfg = config_with(out, "metric_logger:\n  _component_: torchtune.training.metric_logging.StdoutLogger\n");
-    auto logger = make_metric_logger(cfg);
+    auto logger = make_metric_logger(cfg, tb::components::builtin());
     QVERIFY(logger->contains<StdoutLogger>());
     QVERIFY(logger->contains<DiskLogger>());
     logger->log_event({{"event", "compile"}, {"seconds", 2}});
@@ -264,12 +265,12 @@ class TestMetricLoggers : public QObject {
   void fromConfigWithoutMetricLogger() {
     QTemporaryDir dir;
     auto cfg = config_with(dir.filePath("run").toStdString(), "");
-    auto logger = make_metric_logger(cfg);
+    auto logger = make_metric_logger(cfg, tb::components::builtin());
     QCOMPARE(logger->size(), size_t(1));
     logger->log_step(step(1, 1, 1, Phase::Steady));
     QCOMPARE(read_jsonl(dir.filePath("run/logs/metrics.jsonl")).size(), size_t(1));
   }
 };
 
-QTEST_GUILESS_MAIN(TestMetricLoggers)
+TB_TEST(TestMetricLoggers)
 #include "test_metric_loggers.moc"

@@ -3,6 +3,10 @@
 // and the checkpointer turns its config node into options.
 #include <QtTest>
 
+#include "test_main.h"
+
+#include "components/builtin.h"
+
 #include <torch/torch.h>
 #include <yaml-cpp/yaml.h>
 
@@ -42,14 +46,14 @@ class TestModelComponents : public QObject {
   void everyNameIsRegistered() {
     QFETCH(QString, name);
     QFETCH(QString, alias);
-    const auto* spec = Registry::builtin().find(name.toStdString());
+    const auto* spec = tb::components::builtin().find(name.toStdString());
     QVERIFY2(spec, qPrintable(name));
     QCOMPARE(spec->kind, std::string("model"));
-    QCOMPARE(Registry::builtin().find(alias.toStdString()), spec);
+    QCOMPARE(tb::components::builtin().find(alias.toStdString()), spec);
   }
 
   void presetBuildsItsArchitecture() {
-    auto model = Registry::builtin().build<TransformerDecoder>(YAML::Load("_component_: llama_tiny_test"));
+    auto model = tb::components::builtin().build<TransformerDecoder>(YAML::Load("_component_: llama_tiny_test"));
     QCOMPARE(model->args().embed_dim, int64_t(64));
     QCOMPARE(model->args().num_kv_heads, int64_t(2));
     QCOMPARE(model->args().vocab_size, int64_t(512));
@@ -57,14 +61,14 @@ class TestModelComponents : public QObject {
   }
 
   void genericBuildersTakeTorchtuneArguments() {
-    auto l2 = Registry::builtin().build<TransformerDecoder>(YAML::Load(
+    auto l2 = tb::components::builtin().build<TransformerDecoder>(YAML::Load(
         "{_component_: torchtune.models.llama2.llama2, vocab_size: 100, num_layers: 1, num_heads: 2, "
         "embed_dim: 32, max_seq_len: 64, norm_eps: 1.0e-6}"));
     QCOMPARE(l2->args().num_kv_heads, int64_t(2));       // defaults to num_heads
     QCOMPARE(l2->args().intermediate_dim, int64_t(256));  // 2/3 * 4 * 32 = 85 -> multiple of 256
     QCOMPARE(l2->args().norm_eps, 1e-6);
     QCOMPARE(l2->args().rope_base, 10000.0);
-    auto l3 = Registry::builtin().build<TransformerDecoder>(YAML::Load(
+    auto l3 = tb::components::builtin().build<TransformerDecoder>(YAML::Load(
         "{_component_: llama3, vocab_size: 100, num_layers: 1, num_heads: 4, num_kv_heads: 1, embed_dim: 32, "
         "max_seq_len: 64, intermediate_dim: 48}"));
     QCOMPARE(l3->args().rope_base, 500000.0);
@@ -73,13 +77,13 @@ class TestModelComponents : public QObject {
   }
 
   void loraBuildersPutLoRAAtTheTargetedProjections() {
-    const auto* spec = Registry::builtin().find("lora_llama2_7b");
+    const auto* spec = tb::components::builtin().find("lora_llama2_7b");
     std::set<std::string> args;
     for (const auto& a : spec->args) args.insert(a.name);
     for (const char* n : {"lora_attn_modules", "apply_lora_to_mlp", "apply_lora_to_output", "lora_rank", "lora_alpha",
                           "lora_dropout", "quantize_base"})
       QVERIFY2(args.count(n), n);
-    auto model = Registry::builtin().build<TransformerDecoder>(
+    auto model = tb::components::builtin().build<TransformerDecoder>(
         YAML::Load("{_component_: qlora_llama_tiny_test, lora_attn_modules: [q_proj, v_proj], apply_lora_to_mlp: true, "
                    "lora_rank: 4}"));
     std::set<std::string> adapted;
@@ -96,7 +100,7 @@ class TestModelComponents : public QObject {
     // A tied model has no output projection to adapt; DoRA is refused, not ignored.
     for (const char* bad : {"{_component_: lora_llama3_2_1b, lora_attn_modules: [q_proj], apply_lora_to_output: true}",
                             "{_component_: lora_llama_tiny_test, lora_attn_modules: [q_proj], use_dora: true}"}) {
-      QVERIFY_EXCEPTION_THROWN(Registry::builtin().build<TransformerDecoder>(YAML::Load(bad)), std::exception);
+      QVERIFY_EXCEPTION_THROWN(tb::components::builtin().build<TransformerDecoder>(YAML::Load(bad)), std::exception);
     }
   }
 
@@ -108,31 +112,31 @@ class TestModelComponents : public QObject {
     YAML::Node node;
     node["_component_"] = "tunebench.models.from_hf_config";
     node["path"] = folder;
-    auto built = Registry::builtin().build<TransformerDecoder>(node);
+    auto built = tb::components::builtin().build<TransformerDecoder>(node);
     QVERIFY(built->args().differences(model->args()).empty());
   }
 
   void checkpointerFromConfig() {
     using Ptr = std::shared_ptr<tb::checkpoint::FullModelHFCheckpointer>;
-    auto list = Registry::builtin().build<Ptr>(YAML::Load(
+    auto list = tb::components::builtin().build<Ptr>(YAML::Load(
         "{_component_: torchtune.training.FullModelHFCheckpointer, checkpoint_dir: models/in, "
         "checkpoint_files: [a.safetensors, b.safetensors], model_type: LLAMA3, output_dir: runs/out}"));
     QCOMPARE(*list->options().checkpoint_dir, std::string("models/in"));
     QCOMPARE(list->options().checkpoint_files, (std::vector<std::string>{"a.safetensors", "b.safetensors"}));
     QCOMPARE(list->options().model_type, std::string("LLAMA3"));
     QCOMPARE(list->options().max_shard_bytes, tb::checkpoint::kDefaultMaxShardBytes);
-    auto formatted = Registry::builtin().build<Ptr>(YAML::Load(
+    auto formatted = tb::components::builtin().build<Ptr>(YAML::Load(
         "{_component_: FullModelHFCheckpointer, checkpoint_dir: null, model_type: LLAMA2, output_dir: runs/out, "
         "checkpoint_files: {filename_format: 'model-{}-of-{}.safetensors', max_filename: '00003'}}"));
     QVERIFY(!formatted->has_checkpoint());
     QCOMPARE(formatted->options().checkpoint_files,
              (std::vector<std::string>{"model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors",
                                        "model-00003-of-00003.safetensors"}));
-    QVERIFY_THROWS_EXCEPTION(std::exception, Registry::builtin().build<Ptr>(YAML::Load(
+    QVERIFY_THROWS_EXCEPTION(std::exception, tb::components::builtin().build<Ptr>(YAML::Load(
         "{_component_: FullModelHFCheckpointer, checkpoint_dir: null, model_type: LLAMA2, output_dir: runs/o, "
         "safe_serialization: false}")));
   }
 };
 
-QTEST_GUILESS_MAIN(TestModelComponents)
+TB_TEST(TestModelComponents)
 #include "test_model_components.moc"

@@ -2,13 +2,17 @@
 // causality, KV-cache decoding equal to a full forward, injected projections, bf16, seeded init.
 #include <QtTest>
 
+#include "test_main.h"
+
 #include <torch/torch.h>
 
-#include "models/lora_builders.h"
+#include "peft/lora_builders.h"
 #include "models/model_args.h"
 #include "models/transformer.h"
 
 using namespace tb::models;
+using tb::peft::build_lora_decoder;
+using tb::peft::LoraSettings;
 
 namespace {
 ModelArgs small_args() {
@@ -229,5 +233,5 @@ class TestModelDecoder : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestModelDecoder)
+TB_TEST(TestModelDecoder)
 #include "test_model_decoder.moc"

@@ -2,6 +2,8 @@
 // (interleaved pairs, Llama 3.1 frequency scaling), grouped-query attention with the causal mask.
 #include <QtTest>
 
+#include "test_main.h"
+
 #include <cmath>
 
 #include <torch/torch.h>
@@ -139,5 +141,5 @@ class TestModelLayers : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestModelLayers)
+TB_TEST(TestModelLayers)
 #include "test_model_layers.moc"

@@ -3,6 +3,8 @@
 // round-trip error bound, storage per parameter, and linear_nf4's forward and backward.
 #include <QtTest>
 
+#include "test_main.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -332,5 +334,5 @@ class TestNf4 : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestNf4)
+TB_TEST(TestNf4)
 #include "test_nf4.moc"

@@ -1,7 +1,9 @@
 // Command-line overrides, every form torchtune's `tune run` accepts, and their errors.
 #include <QtTest>
 
-#include "config/components.h"
+#include "test_main.h"
+
+#include "components/builtin.h"
 #include "config/config.h"
 #include "config/registry.h"
 #include "config/scalar.h"
@@ -37,16 +39,6 @@ loss:
 clip_grad_norm: 1.0
 )";
 
-ArgSpec arg(const char* name, ArgType type, bool required = false, bool nullable = false, const char* def = "") {
-  ArgSpec a;
-  a.name = name;
-  a.type = type;
-  a.required = required;
-  a.nullable = nullable;
-  a.default_value = def;
-  return a;
-}
-
 ComponentSpec spec(const char* kind, const char* name, std::vector<std::string> aliases, std::vector<ArgSpec> args) {
   ComponentSpec s;
   s.kind = kind;
@@ -60,11 +52,11 @@ const Registry& test_registry() {
   static const Registry r = [] {
     Registry reg;
     auto none = [](const Args&) { return 0; };
-    reg.add<int>(spec("model", "test.models.tiny", {}, {arg("dim", ArgType::Int, true), arg("n_layers", ArgType::Int)}), none);
-    reg.add<int>(spec("tokenizer", "test.tokenizer", {}, {arg("path", ArgType::Path, true)}), none);
+    reg.add<int>(spec("model", "test.models.tiny", {}, {arg("dim", ArgType::Int).must_be_set(), arg("n_layers", ArgType::Int)}), none);
+    reg.add<int>(spec("tokenizer", "test.tokenizer", {}, {arg("path", ArgType::Path).must_be_set()}), none);
     reg.add<int>(spec("checkpointer", "test.checkpointer", {},
-                      {arg("checkpoint_dir", ArgType::Path, true, true), arg("checkpoint_files", ArgType::StringList),
-                       arg("output_dir", ArgType::Path, true)}),
+                      {arg("checkpoint_dir", ArgType::Path).must_be_set().or_null(), arg("checkpoint_files", ArgType::StringList),
+                       arg("output_dir", ArgType::Path).must_be_set()}),
                  none);
     reg.add<int>(spec("dataset", "test.datasets.alpaca", {"alpaca_dataset"}, {arg("packed", ArgType::Bool), arg("source", ArgType::String)}),
                  none);
@@ -73,11 +65,11 @@ const Registry& test_registry() {
                       {arg("lr", ArgType::Float), arg("weight_decay", ArgType::Float), arg("betas", ArgType::Any)}),
                  none);
     reg.add<int>(spec("optimizer", "test.optim.SGD", {"SGD"},
-                      {arg("lr", ArgType::Float, true), arg("weight_decay", ArgType::Float), arg("momentum", ArgType::Float)}),
+                      {arg("lr", ArgType::Float).must_be_set(), arg("weight_decay", ArgType::Float), arg("momentum", ArgType::Float)}),
                  none);
-    reg.add<int>(spec("lr_scheduler", "test.sched.cosine", {}, {arg("num_warmup_steps", ArgType::Int, true)}), none);
+    reg.add<int>(spec("lr_scheduler", "test.sched.cosine", {}, {arg("num_warmup_steps", ArgType::Int).must_be_set()}), none);
     reg.add<int>(spec("loss", "test.loss.CE", {}, {}), none);
-    tb::training::register_components(reg);
+    tb::components::register_metric_loggers(reg);
     return reg;
   }();
   return r;
@@ -273,5 +265,5 @@ class TestOverrides : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestOverrides)
+TB_TEST(TestOverrides)
 #include "test_overrides.moc"

@@ -2,6 +2,8 @@
 // the refusal of malformed files with a message naming the file and the tensor.
 #include <QtTest>
 
+#include "test_main.h"
+
 #include <cstring>
 #include <fstream>
 
@@ -232,5 +234,5 @@ class TestSafetensors : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestSafetensors)
+TB_TEST(TestSafetensors)
 #include "test_safetensors.moc"

@@ -2,6 +2,10 @@
 // merges; the Llama 3 and GPT-2 split rules on hand-split examples; Llama 3 message formatting.
 #include <QtTest>
 
+#include "test_main.h"
+
+#include "components/builtin.h"
+
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -267,7 +271,7 @@ class TestTokenizerBpe : public QObject {
     {
       std::ofstream(path) << tokenizer_json(false, true, true);
     }
-    const auto& registry = tb::config::Registry::builtin();
+    const auto& registry = tb::components::builtin();
     using Ptr = std::shared_ptr<tb::data::Tokenizer>;
     const Ptr llama3 = registry.build<Ptr>(
         YAML::Load("_component_: torchtune.models.llama3.llama3_tokenizer\npath: " + path + "\nmax_seq_len: 7"));
@@ -315,5 +319,5 @@ class TestTokenizerBpe : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestTokenizerBpe)
+TB_TEST(TestTokenizerBpe)
 #include "test_tokenizer_bpe.moc"

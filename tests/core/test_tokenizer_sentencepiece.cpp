@@ -3,6 +3,9 @@
 // LibTorch + the tokenizer in one process (the protobuf clash the dlopen'ed shim exists for).
 #include <QtTest>
 
+#include "test_main.h"
+#include "test_support.h"
+
 #include <dlfcn.h>
 
 #include <numeric>
@@ -21,19 +24,6 @@ using Ids = std::vector<int64_t>;
 namespace {
 
 QString model_path() { return QStringLiteral(TB_SOURCE_DIR "/resources/tokenizer/tokenizer.model"); }
-
-// A python3 that can import `module`: the one on PATH first, then the system's.
-QString python_with(const QString& module) {
-  QStringList candidates{QStandardPaths::findExecutable("python3")};
-  candidates << QStandardPaths::findExecutable("python3", {"/usr/bin", "/usr/local/bin"});
-  for (const auto& py : candidates) {
-    if (py.isEmpty()) continue;
-    QProcess p;
-    p.start(py, {"-c", "import " + module});
-    if (p.waitForFinished(60000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0) return py;
-  }
-  return {};
-}
 
 // Runs python code with the JSON `input` on stdin and returns its JSON stdout.
 nlohmann::json run_python(const QString& python, const QString& code, const nlohmann::json& input) {
@@ -75,7 +65,7 @@ class TestTokenizerSentencePiece : public QObject {
  private Q_SLOTS:
   void initTestCase() {
     tok_ = SentencePieceTokenizer::from_file(model_path().toStdString());
-    const QString py = python_with("sentencepiece");
+    const QString py = tbtest::reference_python();
     QVERIFY2(!py.isEmpty(), "python3 with the sentencepiece module (python3-sentencepiece) is needed");
     // torchtune's rules written out in Python: encode without BOS/EOS, the "\n"-prefix trim, and the
     // Llama 2 chat template's parts encoded one by one.
@@ -218,5 +208,5 @@ print(json.dumps(out))
   }
 };
 
-QTEST_GUILESS_MAIN(TestTokenizerSentencePiece)
+TB_TEST(TestTokenizerSentencePiece)
 #include "test_tokenizer_sentencepiece.moc"

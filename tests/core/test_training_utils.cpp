@@ -1,6 +1,8 @@
 // LR schedule, loss and memory accounting against hand-computed values.
 #include <QtTest>
 
+#include "test_main.h"
+
 #include <cmath>
 #include <cstdlib>
 
@@ -9,6 +11,7 @@
 #include <torch/torch.h>
 
 #include "training/memory.h"
+#include "models/loss.h"
 #include "training/optim.h"
 
 class TestTrainingUtils : public QObject {
@@ -57,7 +60,7 @@ class TestTrainingUtils : public QObject {
     auto logits = torch::tensor({{0.f, 1.f, 2.f}, {5.f, 5.f, 5.f}});
     auto labels = torch::tensor({1, -100}, torch::kLong);
     const double expected = std::log(1 + std::exp(1.0) + std::exp(2.0)) - 1.0;
-    const double got = tb::training::cross_entropy_sum(logits, labels, -100).item<double>();
+    const double got = tb::models::cross_entropy_sum(logits, labels, -100).item<double>();
     QVERIFY(std::abs(got - expected) < 1e-6);
   }
 
@@ -84,5 +87,5 @@ class TestTrainingUtils : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestTrainingUtils)
+TB_TEST(TestTrainingUtils)
 #include "test_training_utils.moc"

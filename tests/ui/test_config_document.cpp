@@ -4,7 +4,10 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "test_main.h"
+
 #include "ConfigDocument.h"
+#include "config/yaml_edit.h"
 
 using tb::ui::ConfigDocument;
 using tb::ui::ConfigEdit;
@@ -91,7 +94,7 @@ class TestConfigDocument : public QObject {
     QCOMPARE(doc.scalar("optimizer._component_"), QString("torch.optim.AdamW"));
     QVERIFY2(doc.text().startsWith("# head comment\n"), qPrintable(doc.text()));
     // The regenerated text parses to the same tree.
-    QVERIFY(tb::ui::yamlpath::same(YAML::Load(doc.text().toStdString()), doc.tree()));
+    QVERIFY(tb::config::yaml_same(YAML::Load(doc.text().toStdString()), doc.tree()));
   }
 
   void textEditReplacesTree() {
@@ -177,16 +180,14 @@ class TestConfigDocument : public QObject {
                                    "optimizer.lr=0.001");
     // The overrides applied to the saved file by the config system give the edited tree.
     tb::config::LoadOptions options;
-    options.validate_components = false;
     for (const QString& o : doc.cliOverrides()) options.overrides.push_back(o.toStdString());
     const auto viaCli = tb::config::load_file(path.toStdString(), options);
     tb::config::LoadOptions plain;
-    plain.validate_components = false;
     const auto direct = tb::config::load_text(doc.text().toStdString(), "edited.yaml", plain);
     for (const auto& d : viaCli.diagnostics) qWarning() << d.format().c_str();
     for (const auto& d : direct.diagnostics) qWarning() << d.format().c_str();
     QVERIFY(viaCli.ok() && direct.ok());
-    QVERIFY(tb::ui::yamlpath::same(viaCli.config->root, direct.config->root));
+    QVERIFY(tb::config::yaml_same(viaCli.config->root, direct.config->root));
   }
 
   void saveIsAtomicAndClearsModified() {
@@ -222,5 +223,5 @@ class TestConfigDocument : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestConfigDocument)
+TB_TEST(TestConfigDocument)
 #include "test_config_document.moc"

@@ -6,6 +6,8 @@
 #include <QSpinBox>
 #include <QtTest>
 
+#include "test_main.h"
+
 #include "ConfigDocument.h"
 #include "ConfigEditorPanel.h"
 #include "RunSetupPanel.h"
@@ -131,5 +133,5 @@ class TestConfigSync : public QObject {
   }
 };
 
-QTEST_MAIN(TestConfigSync)
+TB_TEST(TestConfigSync)
 #include "test_config_sync.moc"

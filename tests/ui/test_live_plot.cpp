@@ -5,6 +5,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "test_main.h"
+
 #include <cmath>
 #include <thread>
 
@@ -211,5 +213,5 @@ class TestLivePlot : public QObject {
   }
 };
 
-QTEST_MAIN(TestLivePlot)
+TB_TEST(TestLivePlot)
 #include "test_live_plot.moc"

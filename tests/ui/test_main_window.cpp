@@ -8,6 +8,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "test_main.h"
+
 #include "CheckpointsPanel.h"
 #include "ConfigDocument.h"
 #include "ConfigEditorPanel.h"
@@ -61,7 +63,7 @@ class TestMainWindow : public QObject {
   // `tunebench compile=true ...`: the command line's overrides are edits of the opened setup, the form
   // and the YAML show them, and "Copy CLI command" gives them back; a malformed one is reported.
   void commandLineOverridesEditTheSetup() {
-    if (tb::config::find_config(tb::ui::kEmbeddedDefaultConfig).empty()) QSKIP("the embedded default is not bundled");
+    QVERIFY2(!tb::config::find_config(tb::ui::kEmbeddedDefaultConfig).empty(), "the embedded default is not bundled");
     tb::ui::StartupOptions options;
     options.useDefault = true;
     options.overrides = {"compile=true", "optimizer.lr=0.004", "~clip_grad_norm", "oops"};
@@ -73,19 +75,6 @@ class TestMainWindow : public QObject {
     const QStringList cli = w.document()->cliOverrides();
     QVERIFY2(cli.contains("compile=true") && cli.contains("optimizer.lr=0.004"), qPrintable(cli.join(' ')));
     QVERIFY2(w.startupMessage().contains("oops"), qPrintable(w.startupMessage()));
-  }
-
-  void startRefusesHonestlyWithoutARecipe() {
-    if (tb::find_recipe("full_finetune_single_device"))
-      QSKIP("the recipe exists: covered by test_training_controller");
-    tb::ui::StartupOptions options;
-    options.useDefault = true;
-    tb::ui::MainWindow w(options);
-    QString error;
-    QVERIFY(!w.startRun(&error));
-    QVERIFY2(error.contains("not built into this version") || error.contains("problem"), qPrintable(error));
-    QCOMPARE(w.controller()->state(), tb::ui::RunState::Idle);
-    QVERIFY(w.startAction()->isEnabled());
   }
 
   void invalidConfigDoesNotStart() {
@@ -126,9 +115,8 @@ class TestMainWindow : public QObject {
   }
 
   void closingDuringARunAsksStopsAndWaits() {
-    if (!tb::find_recipe("full_finetune_single_device"))
-      QSKIP("full_finetune_single_device is not built into this version yet");
-    if (tb::config::find_config(tb::ui::kEmbeddedDefaultConfig).empty()) QSKIP("the embedded default is not bundled yet");
+    QVERIFY2(tb::find_recipe("full_finetune_single_device"), "full_finetune_single_device is not built in");
+    QVERIFY2(!tb::config::find_config(tb::ui::kEmbeddedDefaultConfig).empty(), "the embedded default is not bundled");
     QTemporaryDir out;
     tb::ui::StartupOptions options;
     options.useDefault = true;
@@ -144,9 +132,10 @@ class TestMainWindow : public QObject {
       return true;
     });
     const auto check = w.document()->validate();
-    if (!check.ok()) QSKIP(qPrintable("the embedded default cannot run yet: " + QString::fromStdString(check.diagnostics.front().format())));
+    QVERIFY2(check.ok(), qPrintable("the embedded default does not validate: " +
+                                    QString::fromStdString(tb::config::format_diagnostics(check.diagnostics))));
     const QString base = QString::fromStdString(check.config->get_string("checkpointer.checkpoint_dir", ""));
-    if (!QFile::exists(base + "/config.json")) QSKIP(qPrintable("no base model in " + base + " yet (scripts/make_base_model.sh)"));
+    QVERIFY2(QFile::exists(base + "/config.json"), qPrintable("no base model in " + base + " (scripts/make_base_model.sh)"));
     QString error;
     QVERIFY2(w.startRun(&error), qPrintable(error));
     QSignalSpy steps(w.controller(), &tb::ui::TrainingController::stepLogged);
@@ -165,5 +154,5 @@ class TestMainWindow : public QObject {
   }
 };
 
-QTEST_MAIN(TestMainWindow)
+TB_TEST(TestMainWindow)
 #include "test_main_window.moc"

@@ -6,9 +6,12 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "test_main.h"
+
 #include "ConfigDocument.h"
 #include "ModelInfo.h"
 #include "RunSetupPanel.h"
+#include "checkpoint/hf_config.h"
 
 using tb::ui::RecipeKind;
 
@@ -57,14 +60,36 @@ class TestModelInfo : public QObject {
     QCOMPARE(args->max_seq_len, int64_t(4096));
     // Meta's Llama 2 7B: 6,738,415,616 parameters.
     QCOMPARE(args->parameter_count(), int64_t(6738415616));
-    QCOMPARE(tb::ui::hfModelType(QJsonDocument::fromJson(kLlama2_7b).object()), QString("LLAMA2"));
+    QCOMPARE(tb::checkpoint::hf_model_type(nlohmann::json::parse(kLlama2_7b)), std::string("LLAMA2"));
+  }
+
+  // The window reads config.json through the engine, so what the engine supports the window shows:
+  // Llama 3.1's rope scaling (which the window's own reader used to drop) and its refusals.
+  void readsHfConfigAsTheEngineDoes() {
+    QTemporaryDir dir;
+    writeFile(dir.filePath("config.json"), R"({"model_type":"llama","hidden_size":64,"intermediate_size":128,
+      "num_attention_heads":4,"num_key_value_heads":2,"num_hidden_layers":2,"vocab_size":128256,
+      "rope_theta":500000.0,"rope_scaling":{"rope_type":"llama3","factor":32.0,"low_freq_factor":1.0,
+      "high_freq_factor":4.0,"original_max_position_embeddings":8192},"tie_word_embeddings":true})");
+    QString error;
+    const auto args = tb::ui::modelArgsFromHfFolder(dir.path(), &error);
+    QVERIFY2(args, qPrintable(error));
+    QVERIFY(args->rope_scaling.has_value());
+    QCOMPARE(args->rope_scaling->scale_factor, 32.0);
+    QCOMPARE(args->rope_base, 500000.0);
+    QVERIFY(args->differences(tb::checkpoint::read_hf_model_args(dir.path().toStdString())).empty());
+
+    writeFile(dir.filePath("config.json"), R"({"model_type":"llama","hidden_size":64,"intermediate_size":128,
+      "num_attention_heads":4,"num_hidden_layers":2,"vocab_size":512,"attention_bias":true})");
+    QVERIFY(!tb::ui::modelArgsFromHfFolder(dir.path(), &error));
+    QVERIFY2(error.contains("attention_bias"), qPrintable(error));
   }
 
   void reportsBadConfigJson_data() {
     QTest::addColumn<QByteArray>("json");
     QTest::addColumn<QString>("message");
-    QTest::newRow("missing field") << QByteArray(R"({"num_hidden_layers":2})") << "missing or non-numeric 'hidden_size'";
-    QTest::newRow("not json") << QByteArray("{oops") << "not a JSON object";
+    QTest::newRow("missing field") << QByteArray(R"({"num_hidden_layers":2})") << "missing 'hidden_size'";
+    QTest::newRow("not json") << QByteArray("{oops") << "not valid JSON";
   }
   void reportsBadConfigJson() {
     QFETCH(QByteArray, json);
@@ -140,5 +165,5 @@ class TestModelInfo : public QObject {
   }
 };
 
-QTEST_MAIN(TestModelInfo)
+TB_TEST(TestModelInfo)
 #include "test_model_info.moc"

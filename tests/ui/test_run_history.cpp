@@ -5,6 +5,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "test_main.h"
+
 #include "CheckpointsPanel.h"
 #include "LivePlot.h"
 #include "RunHistory.h"
@@ -168,5 +170,5 @@ class TestRunHistory : public QObject {
   }
 };
 
-QTEST_MAIN(TestRunHistory)
+TB_TEST(TestRunHistory)
 #include "test_run_history.moc"

@@ -11,6 +11,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "test_main.h"
+
 #include <cmath>
 
 #include "ConfigDocument.h"
@@ -28,13 +30,12 @@ namespace {
 constexpr const char* kRecipe = "full_finetune_single_device";
 constexpr int kStepTimeoutMs = 180000;
 
-// Skips (saying why) unless the recipe is built in and the embedded default, shortened, validates;
-// test_main_window asserts that the default itself is valid.
-#define REQUIRE_RECIPE()                                                                                  \
-  do {                                                                                                    \
-    if (!tb::find_recipe(kRecipe)) QSKIP("full_finetune_single_device is not built into this version yet"); \
-    const QString why = embeddedDefaultProblem();                                                         \
-    if (!why.isEmpty()) QSKIP(qPrintable("the embedded default cannot run yet: " + why));                 \
+// Fails (saying why) unless the recipe is built in and the embedded default, shortened, validates.
+#define REQUIRE_RECIPE()                                                                    \
+  do {                                                                                      \
+    QVERIFY2(tb::find_recipe(kRecipe), "full_finetune_single_device is not built in");      \
+    const QString why = embeddedDefaultProblem();                                           \
+    QVERIFY2(why.isEmpty(), qPrintable("the embedded default, shortened, cannot run: " + why)); \
   } while (0)
 
 // The embedded default, made short: `steps` optimizer steps, a checkpoint every `saveEvery`, one thread
@@ -207,6 +208,7 @@ class TestTrainingController : public QObject {
     REQUIRE_RECIPE();
     QFETCH(bool, forceMismatch);
     QTemporaryDir out, cache;
+    const QByteArray cacheBefore = qgetenv("XDG_CACHE_HOME");
     qputenv("XDG_CACHE_HOME", cache.path().toUtf8());
     if (forceMismatch) qputenv("TUNEBENCH_COMPILE_FORCE_MISMATCH", "1");
     tb::ui::StartupOptions options;
@@ -219,7 +221,7 @@ class TestTrainingController : public QObject {
     QSignalSpy finished(w.controller(), &TrainingController::finished);
     QVERIFY(finished.wait(kStepTimeoutMs));
     qunsetenv("TUNEBENCH_COMPILE_FORCE_MISMATCH");
-    qunsetenv("XDG_CACHE_HOME");
+    qputenv("XDG_CACHE_HOME", cacheBefore);
     QCOMPARE(w.controller()->state(), RunState::Completed);
     QTRY_COMPARE_WITH_TIMEOUT(w.livePlot()->pointCount(0), 3, 2000);
     QCOMPARE(w.livePlot()->runLabel(0), QString("Full fine-tune, compile"));
@@ -248,7 +250,7 @@ class TestTrainingController : public QObject {
     QCOMPARE(controller.state(), RunState::Stopping);
     QVERIFY(finished.wait(kStepTimeoutMs));
     QCOMPARE(controller.state(), RunState::Stopped);
-    QCOMPARE(finished.first().first().value<tb::ui::RunOutcome>().status, tb::RunStatus::Stopped);
+    QCOMPARE(finished.first().first().value<tb::ui::RunOutcome>().status, tb::training::RunStatus::Stopped);
     QVERIFY2(steps.count() < 1000, "Stop did not stop the run");
     const auto lines = metricLines(out.path());
     QCOMPARE(QString::fromStdString(lines.last().value("status", "")), QString("stopped"));
@@ -269,10 +271,13 @@ class TestTrainingController : public QObject {
     WAIT_FOR_FIRST_STEP(steps, controller);
     controller.pause();
     QCOMPARE(controller.state(), RunState::Paused);
-    QTest::qWait(3000);  // the step in flight may still land
+    // The step in flight lands; then the run waits between steps.
+    QTRY_VERIFY_WITH_TIMEOUT(controller.isHeld(), kStepTimeoutMs);
+    QCoreApplication::processEvents();  // the landed step's queued signal
     const int held = int(steps.count());
-    QTest::qWait(2000);
+    QTest::qWait(500);
     QCOMPARE(int(steps.count()), held);
+    QVERIFY(controller.isHeld());
     controller.resume();
     QCOMPARE(controller.state(), RunState::Running);
     QVERIFY(steps.wait(kStepTimeoutMs));
@@ -375,5 +380,5 @@ class TestTrainingController : public QObject {
   }
 };
 
-QTEST_MAIN(TestTrainingController)
+TB_TEST(TestTrainingController)
 #include "test_training_controller.moc"

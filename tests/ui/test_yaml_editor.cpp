@@ -7,6 +7,8 @@
 #include <QTextBlock>
 #include <QtTest>
 
+#include "test_main.h"
+
 #include "ConfigDocument.h"
 #include "ConfigEditorPanel.h"
 #include "YamlEditor.h"
@@ -82,7 +84,7 @@ class TestYamlEditor : public QObject {
     QVERIFY(editor->extraSelections().size() >= selections.size());
     // Exactly what the CLI prints for the same file.
     const QString cli = qEnvironmentVariable("TB_CLI");
-    if (cli.isEmpty() || !QFileInfo(cli).isExecutable()) QSKIP("TB_CLI is not set: cannot compare with the CLI");
+    QVERIFY2(!cli.isEmpty() && QFileInfo(cli).isExecutable(), "TB_CLI must name the tunebench-cli binary");
     QProcess p;
     p.start(cli, {"validate", path, "--recipe", "full_finetune_single_device"});
     QVERIFY(p.waitForFinished(60000));
@@ -164,5 +166,5 @@ class TestYamlEditor : public QObject {
   }
 };
 
-QTEST_MAIN(TestYamlEditor)
+TB_TEST(TestYamlEditor)
 #include "test_yaml_editor.moc"

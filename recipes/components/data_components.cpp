@@ -1,11 +1,11 @@
-// Components of recipes/data/ in the registry.
+// The tokenizer and dataset components.
 //   kind "tokenizer": builds std::shared_ptr<tb::data::Tokenizer>
 //   kind "dataset":   builds tb::data::DatasetFactory (call it with {tokenizer, model vocab size})
-#include <stdexcept>
-
 #include <yaml-cpp/yaml.h>
 
-#include "config/components.h"
+#include <stdexcept>
+
+#include "components/builtin.h"
 #include "config/registry.h"
 #include "data/bpe_tokenizer.h"
 #include "data/json_rows.h"
@@ -13,25 +13,16 @@
 #include "data/sft_datasets.h"
 #include "data/text_datasets.h"
 
-namespace tb::data {
+namespace tb::components {
 namespace {
 
+using namespace tb::data;
+using config::arg;
+using config::Args;
 using config::ArgSpec;
 using config::ArgType;
-using config::Args;
 using config::ComponentSpec;
 using TokenizerPtr = std::shared_ptr<Tokenizer>;
-
-ArgSpec arg(const char* name, ArgType type, bool required, bool nullable, const char* default_yaml, const char* help) {
-  ArgSpec a;
-  a.name = name;
-  a.type = type;
-  a.required = required;
-  a.nullable = nullable;
-  a.default_value = default_yaml;
-  a.help = help;
-  return a;
-}
 
 std::runtime_error arg_error(const Args& args, const std::string& name, const std::string& what) {
   return std::runtime_error(args.spec().name + ": " + name + ": " + what);
@@ -69,11 +60,13 @@ std::optional<PromptTemplate> prompt_template(const Args& args) {
 
 std::vector<ArgSpec> tokenizer_args(const char* default_template) {
   return {
-      arg("path", ArgType::Path, true, false, "", "the tokenizer file"),
-      arg("max_seq_len", ArgType::Int, false, true, "null", "truncate tokenized samples to this many tokens"),
-      arg("prompt_template", ArgType::Any, false, true, default_template,
-          "tags around each role's text: a template name, a map role: [prepend, append], or null"),
-      arg("truncation_type", ArgType::String, false, false, "right", "right: keep the first tokens; left: the last"),
+      arg("path", ArgType::Path, "the tokenizer file").must_be_set(),
+      arg("max_seq_len", ArgType::Int, "truncate tokenized samples to this many tokens").or_null().or_default("null"),
+      arg("prompt_template", ArgType::Any,
+          "tags around each role's text: a template name, a map role: [prepend, append], or null")
+          .or_null()
+          .or_default(default_template),
+      arg("truncation_type", ArgType::String, "right: keep the first tokens; left: the last").or_default("right"),
   };
 }
 
@@ -104,34 +97,47 @@ TokenizerPtr build_bpe(const Args& args, bool llama3) {
 }
 
 void register_tokenizers(config::Registry& registry) {
-  registry.add<TokenizerPtr>(
-      ComponentSpec{"tokenizer", "torchtune.models.llama2.llama2_tokenizer", {"llama2_tokenizer"},
-                    tokenizer_args("torchtune.models.llama2.Llama2ChatTemplate"),
-                    "Llama 2 SentencePiece tokenizer.model (BOS 1, EOS 2, pad 0)"},
-      build_sentencepiece);
-  registry.add<TokenizerPtr>(
-      ComponentSpec{"tokenizer", "torchtune.models.mistral.mistral_tokenizer", {"mistral_tokenizer"},
-                    tokenizer_args("torchtune.models.mistral.MistralChatTemplate"),
-                    "Mistral SentencePiece tokenizer.model"},
-      build_sentencepiece);
+  registry.add<TokenizerPtr>(ComponentSpec{"tokenizer",
+                                           "torchtune.models.llama2.llama2_tokenizer",
+                                           {"llama2_tokenizer"},
+                                           tokenizer_args("torchtune.models.llama2.Llama2ChatTemplate"),
+                                           "Llama 2 SentencePiece tokenizer.model (BOS 1, EOS 2, pad 0)"},
+                             build_sentencepiece);
+  registry.add<TokenizerPtr>(ComponentSpec{"tokenizer",
+                                           "torchtune.models.mistral.mistral_tokenizer",
+                                           {"mistral_tokenizer"},
+                                           tokenizer_args("torchtune.models.mistral.MistralChatTemplate"),
+                                           "Mistral SentencePiece tokenizer.model"},
+                             build_sentencepiece);
 
   auto llama3_args = tokenizer_args("null");
-  llama3_args.insert(llama3_args.begin() + 1,
-                     arg("special_tokens_path", ArgType::Path, false, true, "null",
-                         "tokenizer.json whose added_tokens define the special tokens"));
+  llama3_args.insert(llama3_args.begin() + 1, arg("special_tokens_path", ArgType::Path,
+                                                  "tokenizer.json whose added_tokens define the special tokens")
+                                                  .or_null()
+                                                  .or_default("null"));
   registry.add<TokenizerPtr>(
-      ComponentSpec{"tokenizer", "torchtune.models.llama3.llama3_tokenizer", {"llama3_tokenizer"}, llama3_args,
+      ComponentSpec{"tokenizer",
+                    "torchtune.models.llama3.llama3_tokenizer",
+                    {"llama3_tokenizer"},
+                    llama3_args,
                     "Llama 3 byte-level BPE: tokenizer.json or the original tiktoken tokenizer.model"},
       [](const Args& a) { return build_bpe(a, true); });
 
   auto hf_args = tokenizer_args("null");
-  hf_args.push_back(arg("bos_token", ArgType::String, false, true, "null", "BOS token text (default: detected)"));
-  hf_args.push_back(arg("eos_token", ArgType::String, false, true, "null", "EOS token text (default: detected)"));
-  hf_args.push_back(arg("pad_token", ArgType::String, false, true, "null", "padding token text (default: detected, else EOS)"));
-  hf_args.push_back(arg("parse_special_tokens", ArgType::Bool, false, false, "true",
-                        "added tokens written in the text become those tokens"));
+  hf_args.push_back(
+      arg("bos_token", ArgType::String, "BOS token text (default: detected)").or_null().or_default("null"));
+  hf_args.push_back(
+      arg("eos_token", ArgType::String, "EOS token text (default: detected)").or_null().or_default("null"));
+  hf_args.push_back(arg("pad_token", ArgType::String, "padding token text (default: detected, else EOS)")
+                        .or_null()
+                        .or_default("null"));
+  hf_args.push_back(arg("parse_special_tokens", ArgType::Bool, "added tokens written in the text become those tokens")
+                        .or_default("true"));
   registry.add<TokenizerPtr>(
-      ComponentSpec{"tokenizer", "tunebench.data.hf_tokenizer", {"hf_tokenizer"}, hf_args,
+      ComponentSpec{"tokenizer",
+                    "tunebench.data.hf_tokenizer",
+                    {"hf_tokenizer"},
+                    hf_args,
                     "any byte-level BPE Hugging Face tokenizer.json (Llama 3, GPT-2 pre-tokenizers)"},
       [](const Args& a) { return build_bpe(a, false); });
 }
@@ -191,11 +197,13 @@ std::shared_ptr<Dataset> maybe_pack(std::shared_ptr<Dataset> ds, bool packed, bo
 
 std::vector<ArgSpec> source_args(const char* default_source, bool source_required) {
   return {
-      arg("source", ArgType::String, source_required, false, default_source,
-          "json (JSON array or JSON Lines) or text (one document a line); Hub names are not available offline"),
-      arg("data_files", ArgType::Any, false, true, "null", "a local file or a list of them"),
-      arg("split", ArgType::String, false, false, "train", "local files have only 'train'"),
-      arg("packed", ArgType::Bool, false, false, "false", "pack samples into tokenizer.max_seq_len blocks"),
+      arg("source", ArgType::String,
+          "json (JSON array or JSON Lines) or text (one document a line); Hub names are not available offline")
+          .must_be_set(source_required)
+          .or_default(default_source),
+      arg("data_files", ArgType::Any, "a local file or a list of them").or_null().or_default("null"),
+      arg("split", ArgType::String, "local files have only 'train'").or_default("train"),
+      arg("packed", ArgType::Bool, "pack samples into tokenizer.max_seq_len blocks").or_default("false"),
   };
 }
 
@@ -220,8 +228,10 @@ DatasetFactory sft_factory(const Args& args, const std::string& component, Messa
 void register_datasets(config::Registry& registry) {
   {
     auto args = source_args("tatsu-lab/alpaca", false);
-    args.push_back(arg("column_map", ArgType::Any, false, true, "null", "instruction/input/output: the file's column names"));
-    args.push_back(arg("train_on_input", ArgType::Bool, false, false, "true", "the prompt counts in the loss"));
+    args.push_back(arg("column_map", ArgType::Any, "instruction/input/output: the file's column names")
+                       .or_null()
+                       .or_default("null"));
+    args.push_back(arg("train_on_input", ArgType::Bool, "the prompt counts in the loss").or_default("true"));
     registry.add<DatasetFactory>(
         dataset_spec("torchtune.datasets.alpaca_dataset", "alpaca_dataset", args,
                      "Alpaca instruct rows (instruction, input, output) with the Alpaca prompt"),
@@ -234,9 +244,11 @@ void register_datasets(config::Registry& registry) {
   }
   {
     auto args = source_args("", true);
-    args.push_back(arg("column_map", ArgType::Any, false, true, "null", "input/output: the file's column names"));
-    args.push_back(arg("train_on_input", ArgType::Bool, false, false, "false", "the prompt counts in the loss"));
-    args.push_back(arg("new_system_prompt", ArgType::String, false, true, "null", "a system message put first"));
+    args.push_back(
+        arg("column_map", ArgType::Any, "input/output: the file's column names").or_null().or_default("null"));
+    args.push_back(arg("train_on_input", ArgType::Bool, "the prompt counts in the loss").or_default("false"));
+    args.push_back(
+        arg("new_system_prompt", ArgType::String, "a system message put first").or_null().or_default("null"));
     registry.add<DatasetFactory>(
         dataset_spec("torchtune.datasets.instruct_dataset", "instruct_dataset", args,
                      "prompt/response rows (input, output) as one user and one assistant message"),
@@ -250,10 +262,12 @@ void register_datasets(config::Registry& registry) {
   }
   {
     auto args = source_args("", true);
-    args.push_back(arg("conversation_column", ArgType::String, true, false, "", "the column holding the messages"));
-    args.push_back(arg("conversation_style", ArgType::String, true, false, "", "openai (role/content) or sharegpt (from/value)"));
-    args.push_back(arg("train_on_input", ArgType::Bool, false, false, "false", "user messages count in the loss"));
-    args.push_back(arg("new_system_prompt", ArgType::String, false, true, "null", "replaces the rows' system messages"));
+    args.push_back(arg("conversation_column", ArgType::String, "the column holding the messages").must_be_set());
+    args.push_back(
+        arg("conversation_style", ArgType::String, "openai (role/content) or sharegpt (from/value)").must_be_set());
+    args.push_back(arg("train_on_input", ArgType::Bool, "user messages count in the loss").or_default("false"));
+    args.push_back(
+        arg("new_system_prompt", ArgType::String, "replaces the rows' system messages").or_null().or_default("null"));
     registry.add<DatasetFactory>(
         dataset_spec("torchtune.datasets.chat_dataset", "chat_dataset", args,
                      "multi-turn conversations; only assistant turns are trained unless train_on_input"),
@@ -270,9 +284,10 @@ void register_datasets(config::Registry& registry) {
   }
   {
     auto args = source_args("", true);
-    args.push_back(arg("column", ArgType::String, false, false, "text", "the column holding the text (source: json)"));
-    args.push_back(arg("add_eos", ArgType::Bool, false, false, "true", "end each document with EOS"));
-    args.push_back(arg("split_across_pack", ArgType::Bool, false, false, "true", "when packing, cut documents at block ends"));
+    args.push_back(arg("column", ArgType::String, "the column holding the text (source: json)").or_default("text"));
+    args.push_back(arg("add_eos", ArgType::Bool, "end each document with EOS").or_default("true"));
+    args.push_back(
+        arg("split_across_pack", ArgType::Bool, "when packing, cut documents at block ends").or_default("true"));
     registry.add<DatasetFactory>(
         dataset_spec("torchtune.datasets.text_completion_dataset", "text_completion_dataset", args,
                      "free text: one document a line (text) or a column of JSON rows (json)"),
@@ -295,13 +310,15 @@ void register_datasets(config::Registry& registry) {
         });
   }
   registry.add<DatasetFactory>(
-      dataset_spec("tunebench.datasets.synthetic", "synthetic",
-                   {arg("seq_len", ArgType::Int, false, false, "256", "tokens per sample"),
-                    arg("num_samples", ArgType::Int, false, false, "1000", "samples per epoch"),
-                    arg("seed", ArgType::Int, false, false, "0", "the token ids depend only on this and the index"),
-                    arg("vocab_size", ArgType::Int, false, true, "null",
-                        "ids are drawn below this; default: the model's, else the tokenizer's")},
-                   "seeded random token ids, every position trained (benchmarks)"),
+      dataset_spec(
+          "tunebench.datasets.synthetic", "synthetic",
+          {arg("seq_len", ArgType::Int, "tokens per sample").or_default("256"),
+           arg("num_samples", ArgType::Int, "samples per epoch").or_default("1000"),
+           arg("seed", ArgType::Int, "the token ids depend only on this and the index").or_default("0"),
+           arg("vocab_size", ArgType::Int, "ids are drawn below this; default: the model's, else the tokenizer's")
+               .or_null()
+               .or_default("null")},
+          "seeded random token ids, every position trained (benchmarks)"),
       [](const Args& a) {
         const int64_t seq_len = a.get_int("seq_len");
         const int64_t num_samples = a.get_int("num_samples");
@@ -310,7 +327,9 @@ void register_datasets(config::Registry& registry) {
         return DatasetFactory([=](const DatasetContext& ctx) -> std::shared_ptr<Dataset> {
           int64_t v = vocab.value_or(ctx.vocab_size);
           if (v <= 0 && ctx.tokenizer) v = ctx.tokenizer->vocab_size();
-          if (v <= 0) throw std::runtime_error("synthetic: no vocabulary size (set dataset.vocab_size, or build a model or tokenizer)");
+          if (v <= 0)
+            throw std::runtime_error(
+                "synthetic: no vocabulary size (set dataset.vocab_size, or build a model or tokenizer)");
           return std::make_shared<SyntheticDataset>(seq_len, num_samples, seed, v);
         });
       });
@@ -318,9 +337,9 @@ void register_datasets(config::Registry& registry) {
 
 }  // namespace
 
-void register_components(config::Registry& registry) {
+void register_data(config::Registry& registry) {
   register_tokenizers(registry);
   register_datasets(registry);
 }
 
-}  // namespace tb::data
+}  // namespace tb::components

@@ -1,24 +1,25 @@
-// Components of recipes/training/ in the registry: metric loggers, and torchtune's profiler (accepted, no
-// effect). Optimizers, LR schedules and losses are in optim_components.cpp.
-#include "config/components.h"
+// The metric loggers, and torchtune's profiler block (accepted, no effect).
+#include "components/builtin.h"
 #include "config/registry.h"
 #include "training/metric_loggers.h"
 
-namespace tb::training {
+namespace tb::components {
 
-using config::ArgSpec;
+using config::arg;
 using config::ArgType;
 using config::ComponentSpec;
-using MetricLoggerPtr = std::unique_ptr<MetricLogger>;
+using training::DiskLogger;
+using training::StdoutLogger;
+using MetricLoggerPtr = std::unique_ptr<training::MetricLogger>;
 
-void register_components(config::Registry& registry) {
+void register_metric_loggers(config::Registry& registry) {
   registry.add<MetricLoggerPtr>(
       ComponentSpec{"metric_logger",
                     "torchtune.training.metric_logging.DiskLogger",
                     {"DiskLogger", "torchtune.utils.metric_logging.DiskLogger"},
                     {
-                        ArgSpec{"log_dir", ArgType::Path, false, true, "", "folder of the log; default <output_dir>/logs"},
-                        ArgSpec{"filename", ArgType::String, false, false, "metrics.jsonl", "log file name in log_dir"},
+                        arg("log_dir", ArgType::Path, "folder of the log; default <output_dir>/logs").or_null(),
+                        arg("filename", ArgType::String, "log file name in log_dir").or_default("metrics.jsonl"),
                     },
                     "one JSON object per line: every step and event",
                     false},
@@ -33,28 +34,21 @@ void register_components(config::Registry& registry) {
       ComponentSpec{"metric_logger",
                     "torchtune.training.metric_logging.StdoutLogger",
                     {"StdoutLogger", "torchtune.utils.metric_logging.StdoutLogger"},
-                    {ArgSpec{"log_dir", ArgType::Path, false, true, "", "where metrics.jsonl is written as well"}},
+                    {arg("log_dir", ArgType::Path, "where metrics.jsonl is written as well").or_null()},
                     "a progress line per logged step",
                     false},
       [](const config::Args&) -> MetricLoggerPtr { return std::make_unique<StdoutLogger>(); });
 
   // torchtune's configs carry a profiler block; we accept it with checked arguments, and it has no effect.
   // The product says whether it was enabled, so a recipe can warn.
-  std::vector<ArgSpec> profiler_args = {
-      ArgSpec{"enabled", ArgType::Bool, false, false, "false", "accepted, no effect"},
-      ArgSpec{"output_dir", ArgType::Path, false, true, "", ""},
-      ArgSpec{"cpu", ArgType::Bool, false, false, "true", ""},
-      ArgSpec{"cuda", ArgType::Bool, false, false, "true", ""},
-      ArgSpec{"xpu", ArgType::Bool, false, false, "false", ""},
-      ArgSpec{"profile_memory", ArgType::Bool, false, false, "false", ""},
-      ArgSpec{"with_stack", ArgType::Bool, false, false, "false", ""},
-      ArgSpec{"record_shapes", ArgType::Bool, false, false, "false", ""},
-      ArgSpec{"with_flops", ArgType::Bool, false, false, "false", ""},
-      ArgSpec{"wait_steps", ArgType::Int, false, true, "", ""},
-      ArgSpec{"warmup_steps", ArgType::Int, false, true, "", ""},
-      ArgSpec{"active_steps", ArgType::Int, false, true, "", ""},
-      ArgSpec{"num_cycles", ArgType::Int, false, true, "", ""},
-  };
+  std::vector<config::ArgSpec> profiler_args = {
+      arg("enabled", ArgType::Bool, "accepted, no effect").or_default("false"),
+      arg("output_dir", ArgType::Path).or_null()};
+  for (const char* flag : {"cpu", "cuda"}) profiler_args.push_back(arg(flag, ArgType::Bool).or_default("true"));
+  for (const char* flag : {"xpu", "profile_memory", "with_stack", "record_shapes", "with_flops"})
+    profiler_args.push_back(arg(flag, ArgType::Bool).or_default("false"));
+  for (const char* count : {"wait_steps", "warmup_steps", "active_steps", "num_cycles"})
+    profiler_args.push_back(arg(count, ArgType::Int).or_null());
   registry.add<bool>(ComponentSpec{"profiler",
                                    "torchtune.training.setup_torch_profiler",
                                    {"setup_torch_profiler", "torchtune.utils.setup_torch_profiler"},
@@ -64,4 +58,4 @@ void register_components(config::Registry& registry) {
                      [](const config::Args& a) { return a.get_bool("enabled"); });
 }
 
-}  // namespace tb::training
+}  // namespace tb::components

@@ -1,27 +1,18 @@
-// Components of recipes/checkpoint/ in the registry. `torchtune.training.FullModelHFCheckpointer`
-// builds a std::shared_ptr<tb::checkpoint::FullModelHFCheckpointer> (checkpoint/hf_checkpointer.h).
-#include "config/components.h"
-#include "config/registry.h"
-
+// The checkpointer component: `torchtune.training.FullModelHFCheckpointer` builds a
+// std::shared_ptr<tb::checkpoint::FullModelHFCheckpointer> (checkpoint/hf_checkpointer.h).
 #include <stdexcept>
 
 #include "checkpoint/hf_checkpointer.h"
+#include "components/builtin.h"
+#include "config/registry.h"
 
-namespace tb::checkpoint {
-
+namespace tb::components {
 namespace {
-config::ArgSpec arg(std::string name, config::ArgType type, bool required, bool nullable, std::string default_value,
-                    std::string help, std::vector<std::string> choices = {}) {
-  config::ArgSpec s;
-  s.name = std::move(name);
-  s.type = type;
-  s.required = required;
-  s.nullable = nullable;
-  s.default_value = std::move(default_value);
-  s.help = std::move(help);
-  s.choices = std::move(choices);
-  return s;
-}
+
+using checkpoint::FullModelHFCheckpointer;
+using checkpoint::HFCheckpointerOptions;
+using config::arg;
+using config::ArgType;
 
 // checkpoint_files: a list of names, or torchtune's {filename_format: "model-{}-of-{}.safetensors",
 // max_filename: "00004"} expanded to model-00001-of-00004.safetensors ... model-00004-of-00004.safetensors.
@@ -57,26 +48,27 @@ std::vector<std::string> checkpoint_files_from_yaml(const YAML::Node& node) {
 
 }  // namespace
 
-void register_components(config::Registry& registry) {
-  using config::ArgSpec;
-  using config::ArgType;
+void register_checkpointers(config::Registry& registry) {
   config::ComponentSpec spec;
   spec.kind = "checkpointer";
   spec.name = "torchtune.training.FullModelHFCheckpointer";
   spec.aliases = {"FullModelHFCheckpointer"};
   spec.help = "Hugging Face safetensors checkpoints (config.json, model*.safetensors, index)";
   spec.args = {
-      arg("checkpoint_dir", ArgType::Path, true, true, "", "folder of the checkpoint; null: seeded random weights"),
-      arg("checkpoint_files", ArgType::Any, false, true, "", "list of files, or {filename_format, max_filename}"),
-      arg("model_type", ArgType::String, true, false, "", "LLAMA2, LLAMA3, LLAMA3_2 or MISTRAL",
-          {"LLAMA2", "LLAMA3", "LLAMA3_2", "MISTRAL"}),
-      arg("output_dir", ArgType::Path, true, false, "", "where checkpoints are saved"),
-      arg("adapter_checkpoint", ArgType::Path, false, true, "", "LoRA adapter to load"),
-      arg("recipe_checkpoint", ArgType::Path, false, true, "", "recipe state to resume from"),
-      arg("resume_from_checkpoint", ArgType::Bool, false, false, "false", "load the recipe state too"),
-      arg("should_load_recipe_state", ArgType::Bool, false, false, "false", "torchtune's newer name for the above"),
-      arg("safe_serialization", ArgType::Bool, false, false, "true", "write safetensors (false is not supported)"),
-      arg("max_shard_bytes", ArgType::Int, false, false, "5000000000", "start a new shard above this size (tunebench)"),
+      arg("checkpoint_dir", ArgType::Path, "folder of the checkpoint; null: seeded random weights")
+          .must_be_set()
+          .or_null(),
+      arg("checkpoint_files", ArgType::Any, "list of files, or {filename_format, max_filename}").or_null(),
+      arg("model_type", ArgType::String, "LLAMA2, LLAMA3, LLAMA3_2 or MISTRAL")
+          .must_be_set()
+          .one_of({"LLAMA2", "LLAMA3", "LLAMA3_2", "MISTRAL"}),
+      arg("output_dir", ArgType::Path, "where checkpoints are saved").must_be_set(),
+      arg("adapter_checkpoint", ArgType::Path, "LoRA adapter to load").or_null(),
+      arg("recipe_checkpoint", ArgType::Path, "recipe state to resume from").or_null(),
+      arg("resume_from_checkpoint", ArgType::Bool, "load the recipe state too").or_default("false"),
+      arg("should_load_recipe_state", ArgType::Bool, "torchtune's newer name for the above").or_default("false"),
+      arg("safe_serialization", ArgType::Bool, "write safetensors (false is not supported)").or_default("true"),
+      arg("max_shard_bytes", ArgType::Int, "start a new shard above this size (tunebench)").or_default("5000000000"),
   };
   registry.add<std::shared_ptr<FullModelHFCheckpointer>>(spec, [](const config::Args& a) {
     HFCheckpointerOptions o;
@@ -95,4 +87,4 @@ void register_components(config::Registry& registry) {
   });
 }
 
-}  // namespace tb::checkpoint
+}  // namespace tb::components

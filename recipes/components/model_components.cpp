@@ -1,36 +1,26 @@
-// Components of recipes/models/ in the registry. Every model component builds a
-// tb::models::TransformerDecoder (see models/transformer.h).
-#include "config/components.h"
-#include "config/registry.h"
-
+// The model components. Every one builds a tb::models::TransformerDecoder (models/transformer.h): the
+// presets, the generic llama2/llama3 builders, the decoder a config.json describes, and the LoRA / QLoRA
+// variant of each (peft/lora_builders.h).
 #include <stdexcept>
 
 #include "checkpoint/hf_config.h"
-#include "models/lora_builders.h"
+#include "components/builtin.h"
+#include "config/registry.h"
 #include "models/model_args.h"
 #include "models/transformer.h"
+#include "peft/lora_builders.h"
 
-namespace tb::models {
-
+namespace tb::components {
 namespace {
 
+using config::arg;
 using config::Args;
 using config::ArgSpec;
 using config::ArgType;
 using config::ComponentSpec;
-
-config::ArgSpec arg(std::string name, config::ArgType type, bool required, bool nullable, std::string default_value,
-                    std::string help, std::vector<std::string> choices = {}) {
-  config::ArgSpec s;
-  s.name = std::move(name);
-  s.type = type;
-  s.required = required;
-  s.nullable = nullable;
-  s.default_value = std::move(default_value);
-  s.help = std::move(help);
-  s.choices = std::move(choices);
-  return s;
-}
+using models::ModelArgs;
+using models::TransformerDecoder;
+using peft::LoraSettings;
 
 struct Preset {
   const char* canonical_prefix;  // e.g. torchtune.models.llama2.
@@ -46,7 +36,8 @@ const std::vector<Preset>& presets() {
       {"torchtune.models.llama3_1.", "llama3_1_8b", "Llama 3.1 8B (rope scaling 8)"},
       {"torchtune.models.mistral.", "mistral_7b", "Mistral 7B (full attention, no sliding window)"},
       {"tunebench.models.", "llama2_stories15m", "llama2.c stories15M: dim 288, 6 layers, 6 heads, tied embeddings"},
-      {"tunebench.models.", "llama2_stories110m", "llama2.c stories110M: dim 768, 12 layers, 12 heads, tied embeddings"},
+      {"tunebench.models.", "llama2_stories110m",
+       "llama2.c stories110M: dim 768, 12 layers, 12 heads, tied embeddings"},
       {"tunebench.models.", "llama_tiny_test", "tiny test model: dim 64, 2 layers, 4 heads, 2 kv heads, vocab 512"},
   };
   return all;
@@ -54,31 +45,33 @@ const std::vector<Preset>& presets() {
 
 std::vector<ArgSpec> lora_arg_specs(bool quantize_default) {
   return {
-      arg("lora_attn_modules", ArgType::StringList, true, false, "", "attention projections to adapt: q_proj, k_proj, v_proj, output_proj"),
-      arg("apply_lora_to_mlp", ArgType::Bool, false, false, "false", "adapt w1, w2, w3"),
-      arg("apply_lora_to_output", ArgType::Bool, false, false, "false", "adapt the output projection"),
-      arg("lora_rank", ArgType::Int, false, false, "8", "rank of the low-rank update"),
-      arg("lora_alpha", ArgType::Float, false, false, "16.0", "scaling numerator (update scaled by alpha / rank)"),
-      arg("lora_dropout", ArgType::Float, false, false, "0.0", "dropout on the LoRA path"),
-      arg("use_dora", ArgType::Bool, false, false, "false", "weight-decomposed LoRA (DoRA)"),
-      arg("quantize_base", ArgType::Bool, false, false, quantize_default ? "true" : "false", "NF4 base weights (QLoRA)"),
+      arg("lora_attn_modules", ArgType::StringList,
+          "attention projections to adapt: q_proj, k_proj, v_proj, output_proj")
+          .must_be_set(),
+      arg("apply_lora_to_mlp", ArgType::Bool, "adapt w1, w2, w3").or_default("false"),
+      arg("apply_lora_to_output", ArgType::Bool, "adapt the output projection").or_default("false"),
+      arg("lora_rank", ArgType::Int, "rank of the low-rank update").or_default("8"),
+      arg("lora_alpha", ArgType::Float, "scaling numerator (update scaled by alpha / rank)").or_default("16.0"),
+      arg("lora_dropout", ArgType::Float, "dropout on the LoRA path").or_default("0.0"),
+      arg("use_dora", ArgType::Bool, "weight-decomposed LoRA (DoRA)").or_default("false"),
+      arg("quantize_base", ArgType::Bool, "NF4 base weights (QLoRA)").or_default(quantize_default ? "true" : "false"),
   };
 }
 
 std::vector<ArgSpec> generic_arg_specs(bool llama3) {
   std::vector<ArgSpec> specs = {
-      arg("vocab_size", ArgType::Int, true, false, "", "vocabulary size"),
-      arg("num_layers", ArgType::Int, true, false, "", "number of decoder layers"),
-      arg("num_heads", ArgType::Int, true, false, "", "query heads"),
-      arg("num_kv_heads", ArgType::Int, false, true, "", "key/value heads (default num_heads)"),
-      arg("embed_dim", ArgType::Int, true, false, "", "model dimension"),
-      arg("max_seq_len", ArgType::Int, true, false, "", "longest sequence"),
-      arg("intermediate_dim", ArgType::Int, false, true, "", "MLP hidden size (default from embed_dim)"),
-      arg("attn_dropout", ArgType::Float, false, false, "0.0", "attention dropout (0 only)"),
-      arg("norm_eps", ArgType::Float, false, false, "1e-5", "RMSNorm epsilon"),
-      arg("tie_word_embeddings", ArgType::Bool, false, false, "false", "output projection shares the embedding"),
+      arg("vocab_size", ArgType::Int, "vocabulary size").must_be_set(),
+      arg("num_layers", ArgType::Int, "number of decoder layers").must_be_set(),
+      arg("num_heads", ArgType::Int, "query heads").must_be_set(),
+      arg("num_kv_heads", ArgType::Int, "key/value heads (default num_heads)").or_null(),
+      arg("embed_dim", ArgType::Int, "model dimension").must_be_set(),
+      arg("max_seq_len", ArgType::Int, "longest sequence").must_be_set(),
+      arg("intermediate_dim", ArgType::Int, "MLP hidden size (default from embed_dim)").or_null(),
+      arg("attn_dropout", ArgType::Float, "attention dropout (0 only)").or_default("0.0"),
+      arg("norm_eps", ArgType::Float, "RMSNorm epsilon").or_default("1e-5"),
+      arg("tie_word_embeddings", ArgType::Bool, "output projection shares the embedding").or_default("false"),
   };
-  if (llama3) specs.push_back(arg("rope_base", ArgType::Float, false, false, "500000.0", "rotary base theta"));
+  if (llama3) specs.push_back(arg("rope_base", ArgType::Float, "rotary base theta").or_default("500000.0"));
   return specs;
 }
 
@@ -90,7 +83,8 @@ ModelArgs generic_args(const Args& a, bool llama3) {
   m.num_kv_heads = a.has("num_kv_heads") ? a.get_int("num_kv_heads") : m.num_heads;
   m.embed_dim = a.get_int("embed_dim");
   m.max_seq_len = a.get_int("max_seq_len");
-  m.intermediate_dim = a.has("intermediate_dim") ? a.get_int("intermediate_dim") : scale_hidden_dim_for_mlp(m.embed_dim);
+  m.intermediate_dim =
+      a.has("intermediate_dim") ? a.get_int("intermediate_dim") : models::scale_hidden_dim_for_mlp(m.embed_dim);
   m.norm_eps = a.get_float("norm_eps");
   m.tie_word_embeddings = a.get_bool("tie_word_embeddings");
   m.rope_base = llama3 ? a.get_float("rope_base") : 10000.0;
@@ -129,17 +123,17 @@ ComponentSpec model_spec(const std::string& canonical, const std::string& alias,
 
 }  // namespace
 
-void register_components(config::Registry& registry) {
+void register_models(config::Registry& registry) {
   for (const auto& p : presets()) {
     const std::string name = p.name, prefix = p.canonical_prefix;
-    const ModelArgs args = *preset_args(name);
+    const ModelArgs args = *models::preset_args(name);
     registry.add<TransformerDecoder>(model_spec(prefix + name, name, {}, p.help),
-                                     [args](const Args&) { return build_decoder(args); });
+                                     [args](const Args&) { return models::build_decoder(args); });
     for (const bool q : {false, true}) {
       const std::string variant = (q ? "qlora_" : "lora_") + name;
       registry.add<TransformerDecoder>(
           model_spec(prefix + variant, variant, lora_arg_specs(q), std::string(p.help) + (q ? ", QLoRA" : ", LoRA")),
-          [args](const Args& a) { return build_lora_decoder(args, lora_settings(a)); });
+          [args](const Args& a) { return peft::build_lora_decoder(args, lora_settings(a)); });
     }
   }
 
@@ -148,28 +142,29 @@ void register_components(config::Registry& registry) {
     const std::string prefix = "torchtune.models." + family + ".";
     registry.add<TransformerDecoder>(
         model_spec(prefix + family, family, generic_arg_specs(llama3), "a " + family + " decoder of any size"),
-        [llama3](const Args& a) { return build_decoder(generic_args(a, llama3)); });
+        [llama3](const Args& a) { return models::build_decoder(generic_args(a, llama3)); });
     registry.add<TransformerDecoder>(
-        model_spec(prefix + "lora_" + family, "lora_" + family, concat(generic_arg_specs(llama3), lora_arg_specs(false)),
+        model_spec(prefix + "lora_" + family, "lora_" + family,
+                   concat(generic_arg_specs(llama3), lora_arg_specs(false)),
                    "a LoRA " + family + " decoder of any size"),
-        [llama3](const Args& a) { return build_lora_decoder(generic_args(a, llama3), lora_settings(a)); });
+        [llama3](const Args& a) { return peft::build_lora_decoder(generic_args(a, llama3), lora_settings(a)); });
   }
 
   const std::vector<ArgSpec> path_arg = {
-      arg("path", ArgType::Path, true, false, "", "a Hugging Face checkpoint folder (or its config.json)")};
+      arg("path", ArgType::Path, "a Hugging Face checkpoint folder (or its config.json)").must_be_set()};
   registry.add<TransformerDecoder>(
       model_spec("tunebench.models.from_hf_config", "from_hf_config", path_arg,
                  "the architecture described by a checkpoint's config.json"),
-      [](const Args& a) { return build_decoder(checkpoint::read_hf_model_args(a.get_string("path"))); });
+      [](const Args& a) { return models::build_decoder(checkpoint::read_hf_model_args(a.get_string("path"))); });
   for (const bool q : {false, true}) {
     const std::string variant = std::string(q ? "qlora" : "lora") + "_from_hf_config";
     registry.add<TransformerDecoder>(
         model_spec("tunebench.models." + variant, variant, concat(path_arg, lora_arg_specs(q)),
                    std::string(q ? "QLoRA" : "LoRA") + " on the architecture described by a checkpoint's config.json"),
         [](const Args& a) {
-          return build_lora_decoder(checkpoint::read_hf_model_args(a.get_string("path")), lora_settings(a));
+          return peft::build_lora_decoder(checkpoint::read_hf_model_args(a.get_string("path")), lora_settings(a));
         });
   }
 }
 
-}  // namespace tb::models
+}  // namespace tb::components

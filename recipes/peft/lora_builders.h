@@ -8,7 +8,7 @@
 #include "models/model_args.h"
 #include "models/transformer.h"
 
-namespace tb::models {
+namespace tb::peft {
 
 struct LoraSettings {
   std::vector<std::string> lora_attn_modules;  // subset of q_proj, k_proj, v_proj, output_proj
@@ -26,11 +26,11 @@ struct LoraSettings {
 void validate_lora_settings(const LoraSettings& settings);
 
 // Whether the LoRA settings adapt this projection.
-bool lora_targets(const LoraSettings& settings, const ProjectionSite& site);
+bool lora_targets(const LoraSettings& settings, const models::ProjectionSite& site);
 
 // The decoder with peft::LoRALinear at every targeted projection (plain linears elsewhere). With
 // quantize_base the model is marked for NF4 (see peft/qlora.h): the recipe quantises the targeted
 // base weights after loading the checkpoint into them. Throws std::invalid_argument for bad settings.
-TransformerDecoder build_lora_decoder(const ModelArgs& args, const LoraSettings& settings);
+models::TransformerDecoder build_lora_decoder(const models::ModelArgs& args, const LoraSettings& settings);
 
-}  // namespace tb::models
+}  // namespace tb::peft

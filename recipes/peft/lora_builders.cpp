@@ -1,4 +1,4 @@
-#include "models/lora_builders.h"
+#include "peft/lora_builders.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -6,7 +6,7 @@
 #include "peft/lora_linear.h"
 #include "peft/qlora.h"
 
-namespace tb::models {
+namespace tb::peft {
 
 void validate_lora_settings(const LoraSettings& s) {
   for (const auto& m : s.lora_attn_modules)
@@ -16,29 +16,31 @@ void validate_lora_settings(const LoraSettings& s) {
   if (s.lora_dropout < 0 || s.lora_dropout >= 1) throw std::invalid_argument("lora_dropout must be in [0, 1)");
 }
 
-bool lora_targets(const LoraSettings& s, const ProjectionSite& site) {
+bool lora_targets(const LoraSettings& s, const models::ProjectionSite& site) {
   if (site.name == "output") return s.apply_lora_to_output;
   if (site.name == "w1" || site.name == "w2" || site.name == "w3") return s.apply_lora_to_mlp;
   return std::find(s.lora_attn_modules.begin(), s.lora_attn_modules.end(), site.name) != s.lora_attn_modules.end();
 }
 
-TransformerDecoder build_lora_decoder(const ModelArgs& args, const LoraSettings& settings) {
+models::TransformerDecoder build_lora_decoder(const models::ModelArgs& args, const LoraSettings& settings) {
   args.validate();
   validate_lora_settings(settings);
-  if (settings.use_dora) throw std::invalid_argument("use_dora: DoRA is not supported; use plain LoRA (use_dora: false)");
+  if (settings.use_dora)
+    throw std::invalid_argument("use_dora: DoRA is not supported; use plain LoRA (use_dora: false)");
   if (settings.apply_lora_to_output && args.tie_word_embeddings)
-    throw std::invalid_argument("apply_lora_to_output: this model ties its output to the embedding, so it has no "
-                                "output projection to adapt");
-  const LinearFactory factory = [&settings](const ProjectionSite& site) {
-    if (!lora_targets(settings, site)) return make_plain_linear(site);
-    return torch::nn::AnyModule(peft::LoRALinear(site.in_features, site.out_features, settings.lora_rank,
-                                                 settings.lora_alpha, settings.lora_dropout));
+    throw std::invalid_argument(
+        "apply_lora_to_output: this model ties its output to the embedding, so it has no "
+        "output projection to adapt");
+  const models::LinearFactory factory = [&settings](const models::ProjectionSite& site) {
+    if (!lora_targets(settings, site)) return models::make_plain_linear(site);
+    return torch::nn::AnyModule(LoRALinear(site.in_features, site.out_features, settings.lora_rank, settings.lora_alpha,
+                                           settings.lora_dropout));
   };
-  TransformerDecoder model = build_decoder(args, factory);
+  models::TransformerDecoder model = models::build_decoder(args, factory);
   // The base weights are stored in NF4 once the checkpoint is in them (peft::quantize_lora_bases);
   // the flag tells the recipe to do so.
-  if (settings.quantize_base) peft::mark_for_quantization(*model);
+  if (settings.quantize_base) mark_for_quantization(*model);
   return model;
 }
 
-}  // namespace tb::models
+}  // namespace tb::peft

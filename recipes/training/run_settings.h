@@ -1,0 +1,38 @@
+// The settings every single-device recipe reads from its config, read once before anything is built.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "config/config.h"
+#include "training/metrics.h"
+#include "training/runtime.h"
+#include "training/train_loop.h"
+
+namespace tb::training {
+
+struct RunSettings {
+  Runtime runtime;  // dtype, threads, seed
+  std::string output_dir;
+  int64_t batch_size = 1;
+  bool shuffle = true;
+  bool resume_from_checkpoint = false;
+  LoopOptions loop;
+  double clip_grad_norm = 0;  // 0: no clipping
+  bool activation_checkpointing = false;
+  bool compile = false;
+};
+
+// Throws std::runtime_error with a one-line reason for values this build cannot honour.
+RunSettings read_run_settings(const config::Config& cfg);
+
+// The start of every run, before its model is built: a resumed run takes the seed its checkpoint
+// records (the run was started with it, perhaps picked for `seed: null`); then the runtime is applied
+// on this thread, tensor memory is counted, and the seed and any keys that have no effect here are
+// logged. `resume_dir` empty: a fresh run.
+void begin_run(RunSettings& settings, const config::Config& cfg, const std::string& resume_dir, MetricLogger& logger);
+
+// {"event":"info","message":text}
+void log_info(MetricLogger& logger, const std::string& text);
+
+}  // namespace tb::training

@@ -1,0 +1,83 @@
+// The one seam between the training loop and how a step is computed. The loop hands the step
+// micro-batches and asks it for an optimizer step; whether that runs plain LibTorch ops (EagerStep) or
+// the compile backend's fused kernels (CompiledStep, with its warm-up, plan, fallback and fused
+// optimizer) stays behind this interface.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "data/batch_tensors.h"
+#include "models/loss.h"
+#include "models/transformer.h"
+#include "training/metrics.h"
+#include "training/optim.h"
+
+namespace tb::training {
+
+struct StepOptions {
+  models::LossSpec loss;
+  double clip_grad_norm = 0;  // 0: no clipping
+  bool activation_checkpointing = false;
+  bool compile = false;  // run the step through the compile backend
+};
+
+class TrainStep {
+ public:
+  virtual ~TrainStep() = default;
+  // Forward, loss and backward of one micro-batch: the trainable parameters' gradients accumulate
+  // sums over tokens. Returns the micro-batch's token-summed loss, detached.
+  virtual at::Tensor forward_backward(const data::TensorBatch& batch) = 0;
+  // Whether the last forward_backward held a warm-up (the compile warm-up), so its time is no steady step's.
+  virtual bool last_was_warmup() const { return false; }
+  // One optimizer step over the gradients accumulated since the last one: each divided by `tokens`
+  // (the step's unmasked tokens), clipped, applied; then the gradients are dropped.
+  virtual void optimizer_step(int64_t tokens) = 0;
+  // The module whose state a checkpoint holds (names as the eager model's, see models/compiled_names.h).
+  virtual const torch::nn::Module& state_module() const = 0;
+  virtual torch::optim::Optimizer& optimizer() = 0;
+  // The parameters that train (those that require grad), in the model's order.
+  virtual const std::vector<at::Tensor>& trainable() const = 0;
+};
+
+// The eager step: plain composed LibTorch ops, the honest baseline.
+class EagerStep : public TrainStep {
+ public:
+  EagerStep(models::TransformerDecoder model, const OptimizerFactory& optimizer, StepOptions options);
+  at::Tensor forward_backward(const data::TensorBatch& batch) override;
+  void optimizer_step(int64_t tokens) override;
+  const torch::nn::Module& state_module() const override { return *model_; }
+  torch::optim::Optimizer& optimizer() override { return *optimizer_; }
+  const std::vector<at::Tensor>& trainable() const override { return trainable_; }
+
+ private:
+  models::TransformerDecoder model_;
+  std::vector<at::Tensor> trainable_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  StepOptions options_;
+};
+
+// The step `options` asks for: with compile, the compile backend's (training/compiled_step.h), else
+// eager. The optimizer is built over the model's trainable parameters; `events` hears what the step
+// has to say (the compile warm-up and its plan, a fallback).
+std::unique_ptr<TrainStep> make_train_step(models::TransformerDecoder model, const OptimizerFactory& optimizer,
+                                           const StepOptions& options, MetricLogger& events);
+
+// The parameters of `model` that require grad.
+std::vector<at::Tensor> trainable_parameters(const torch::nn::Module& model);
+
+// The eager forward pass and loss of one micro-batch (token-summed, not yet backpropagated).
+at::Tensor eager_loss_sum(models::TransformerDecoderImpl& model, const data::TensorBatch& batch,
+                          const StepOptions& options);
+
+// What every optimizer step does around the optimizer itself: the gradients divided by `tokens`
+// (unless the optimizer applies that scale itself, `scaled_by_optimizer`), clipped to clip_grad_norm,
+// the step, then the gradients dropped rather than zeroed (PyTorch 2's zero_grad default: the next
+// backward hands its gradients over instead of adding them to zeros).
+void apply_optimizer_step(torch::optim::Optimizer& optimizer, const std::vector<at::Tensor>& trainable, int64_t tokens,
+                          double clip_grad_norm, bool scaled_by_optimizer = false);
+
+}  // namespace tb::training

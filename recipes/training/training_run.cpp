@@ -1,0 +1,67 @@
+#include "training/training_run.h"
+
+#include <cmath>
+
+#include "data/dataset.h"
+#include "training/memory_budget.h"
+#include "training/recipe_state.h"
+
+namespace tb::training {
+
+TrainingRun::TrainingRun(const config::Config& cfg, const config::Registry& registry, const RunSettings& settings,
+                         models::TransformerDecoder model, const std::string& resume_dir, MetricLogger& logger,
+                         RunControl& control)
+    : cfg_(cfg), settings_(settings), writer_(settings.output_dir, logger) {
+  // Data, after the model: the dataset may take its vocabulary.
+  tokenizer_ = registry.build<std::shared_ptr<data::Tokenizer>>(cfg.at("tokenizer"));
+  auto dataset = data::build_dataset(registry, cfg.at("dataset"), {tokenizer_, model->args().vocab_size});
+  data::DataLoaderOptions loader_options;
+  loader_options.batch_size = settings.batch_size;
+  loader_options.shuffle = settings.shuffle;
+  loader_options.seed = settings.runtime.seed;
+  loader_options.pad_id = tokenizer_->pad_id();
+  loader_ = std::make_unique<data::DataLoader>(dataset, loader_options);
+  log_info(logger, dataset->description());
+
+  // The step and its optimizer.
+  StepOptions step_options;
+  if (cfg.has_component("loss")) step_options.loss = registry.build<models::LossSpec>(cfg.at("loss"));
+  step_options.clip_grad_norm = settings.clip_grad_norm;
+  step_options.activation_checkpointing = settings.activation_checkpointing;
+  step_options.compile = settings.compile;
+  step_ = make_train_step(model, registry.build<OptimizerFactory>(cfg.at("optimizer")), step_options, logger);
+  logger.log_event(memory_budget_event(*model, step_->optimizer(), step_->trainable()));
+
+  // The loop, its schedule (over the run's steps, from the configured learning rate) and where it resumes.
+  loop_ = std::make_unique<TrainLoop>(settings.loop, loader_->batches_per_epoch(), logger, control);
+  if (cfg.has_component("lr_scheduler"))
+    loop_->set_schedule(registry.build<LrScheduleFactory>(cfg.at("lr_scheduler"))(loop_->total_steps()),
+                        current_lr(step_->optimizer()));
+  if (!resume_dir.empty()) {
+    loop_->resume_from(load_recipe_state(resume_dir, step_->optimizer()));
+    log_info(logger, "resumed from " + resume_dir + " at step " + std::to_string(loop_->global_step()));
+  }
+}
+
+nlohmann::json TrainingRun::manifest(const std::string& recipe, int64_t epochs_run) const {
+  return checkpoint_manifest(cfg_, recipe, loop_->global_step(), epochs_run, loop_->last_loss(),
+                             settings_.runtime.dtype_name(), settings_.runtime.seed);
+}
+
+void TrainingRun::write_checkpoint(const std::string& name, const nlohmann::json& manifest,
+                                   const std::function<void(const std::string& folder)>& fill) {
+  writer_.write(name, loop_->global_step(), manifest, fill);
+}
+
+RunResult end_run(RunResult result, const TrainingRun* run, MetricLogger& logger) {
+  result.steps_done = run ? run->loop().global_step() : 0;
+  result.last_loss = run ? run->loop().last_loss() : std::nan("");
+  result.last_checkpoint = run ? run->last_checkpoint() : std::string();
+  nlohmann::json end = {{"event", "end"}, {"status", to_string(result.status)}, {"step", result.steps_done}};
+  if (!result.message.empty()) end["message"] = result.message;
+  logger.log_event(end);
+  logger.flush();
+  return result;
+}
+
+}  // namespace tb::training
