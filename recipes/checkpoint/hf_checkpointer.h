@@ -12,7 +12,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include <torch/torch.h>
+#include <torch/nn/module.h>
 
 #include "checkpoint/hf_convert.h"
 #include "models/model_args.h"

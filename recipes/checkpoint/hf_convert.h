@@ -15,7 +15,7 @@
 #include <optional>
 #include <string>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "models/model_args.h"
 

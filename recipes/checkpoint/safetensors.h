@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 namespace tb::checkpoint {
 

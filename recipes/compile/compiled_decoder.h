@@ -11,7 +11,9 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include <torch/torch.h>
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
 
 #include "compile/gemm.h"
 #include "data/batch_tensors.h"

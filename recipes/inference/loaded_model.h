@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include <torch/torch.h>
+#include <c10/core/ScalarType.h>
 
 #include "config/config.h"
 #include "data/tokenizer.h"
@@ -16,7 +16,7 @@ namespace tb::inference {
 struct LoadedModel {
   models::TransformerDecoder model{nullptr};
   std::shared_ptr<data::Tokenizer> tokenizer;
-  torch::ScalarType dtype = torch::kFloat32;
+  c10::ScalarType dtype = c10::ScalarType::Float;
   std::string weights;  // one line: where the weights came from
 };
 

@@ -11,7 +11,13 @@
 #include <string>
 #include <vector>
 
-#include <torch/torch.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/any.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
 
 #include "models/layers.h"
 #include "models/model_args.h"

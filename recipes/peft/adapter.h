@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include <torch/torch.h>
+#include <torch/nn/module.h>
 
 #include "checkpoint/hf_convert.h"
 #include "peft/lora_builders.h"

@@ -14,7 +14,11 @@
 #include <utility>
 #include <vector>
 
-#include <torch/torch.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
 
 namespace tb::quant {
 struct NF4Weight;

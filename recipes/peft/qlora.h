@@ -7,7 +7,8 @@
 #include <cstdint>
 #include <string>
 
-#include <torch/torch.h>
+#include <c10/core/ScalarType.h>
+#include <torch/nn/module.h>
 
 #include "checkpoint/hf_convert.h"
 

@@ -15,7 +15,7 @@
 #include <memory>
 #include <vector>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 namespace tb::quant {
 

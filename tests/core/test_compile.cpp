@@ -33,6 +33,10 @@ namespace {
 
 using tbtest::CollectingLogger;
 
+// A compiled fp32 run's step losses against eager's, relative: 1e-7 to 3e-7 observed (fused sums in
+// another order); a regression far smaller than a wrong kernel still fails.
+constexpr double kLossTolerance = 1e-5;
+
 double rel_err(const torch::Tensor& got, const torch::Tensor& want) {
   const auto g = got.to(torch::kDouble), w = want.to(torch::kDouble);
   return ((g - w).norm() / w.norm().clamp_min(1e-30)).item<double>();
@@ -395,12 +399,16 @@ class TestCompile : public QObject {
     QVERIFY2(compiled.status == tb::training::RunStatus::Completed, compiled.message.c_str());
     QCOMPARE(compiled_log.steps.size(), eager_log.steps.size());
     QCOMPARE(eager_log.steps.size(), size_t(6));
+    double worst = 0;
     for (size_t i = 0; i < eager_log.steps.size(); ++i) {
       const double a = eager_log.steps[i].loss, b = compiled_log.steps[i].loss;
-      QVERIFY2(std::abs(a - b) <= 1e-3 * std::abs(a), (std::to_string(i) + ": " + std::to_string(a) + " vs " + std::to_string(b)).c_str());
+      worst = std::max(worst, std::abs(a - b) / std::abs(a));
+      QVERIFY2(std::abs(a - b) <= kLossTolerance * std::abs(a),
+               (std::to_string(i) + ": " + std::to_string(a) + " vs " + std::to_string(b)).c_str());
       QCOMPARE(int(compiled_log.steps[i].phase), int(i == 0 ? tb::training::Phase::Warmup : tb::training::Phase::Steady));
       QCOMPARE(int(eager_log.steps[i].phase), int(tb::training::Phase::Steady));
     }
+    qInfo("%s: worst step loss rel diff %.2e", qPrintable(tag), worst);
     const auto event = compileEvent(compiled_log);
     QVERIFY2(event.is_object(), "no compile event");
     QCOMPARE(event.value("fallback", true), false);

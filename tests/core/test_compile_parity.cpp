@@ -1,8 +1,8 @@
 // The seed's accuracy parity for `compile: true`, on real text: a tiny fine-tune (20 fp32 steps of
 // the full, LoRA and QLoRA recipes, from one starting checkpoint) run eager and compiled with the
-// same seed has the same per-step losses within 1e-3 relative, and the two fine-tuned checkpoints
-// score the same eval loss on held-out text within run-to-run noise — the gap between two eager
-// runs whose seeds (shuffle order, adapter init) differ.
+// same seed has the same per-step losses within 1e-5 relative (1e-7 to 3e-7 observed), and the two
+// fine-tuned checkpoints score the same eval loss on held-out text, within 1e-5 relative and well within
+// run-to-run noise — the gap between two eager runs whose seeds (shuffle order, adapter init) differ.
 #include <QtTest>
 
 #include "test_main.h"
@@ -24,6 +24,7 @@ namespace {
 using tbtest::CollectingLogger;
 
 constexpr int kSteps = 20;
+constexpr double kStepLossTolerance = 1e-5;
 constexpr int kBatch = 4;
 
 // A small Llama 2 over the bundled tokenizer's 2048 pieces (GQA: 4 query heads, 2 key/value heads).
@@ -151,7 +152,7 @@ class TestCompileParity : public QObject {
     for (int i = 0; i < kSteps; ++i) {
       const double a = eager_log.steps[i].loss, b = compiled_log.steps[i].loss;
       worst = std::max(worst, std::abs(a - b) / std::abs(a));
-      QVERIFY2(std::abs(a - b) <= 1e-3 * std::abs(a),
+      QVERIFY2(std::abs(a - b) <= kStepLossTolerance * std::abs(a),
                qPrintable(QString("step %1: eager %2, compiled %3").arg(i + 1).arg(a, 0, 'g', 9).arg(b, 0, 'g', 9)));
     }
     // It learned: the last steps' loss is well below the first's.
@@ -167,6 +168,8 @@ class TestCompileParity : public QObject {
           tag.c_str(), start, e, c, s6, worst);
     QVERIFY2(e < start - 0.1, "the fine-tune did not lower the held-out loss");
     QVERIFY2(noise > 0, "a different seed gave the same model: no noise to compare against");
+    QVERIFY2(std::abs(c - e) <= kStepLossTolerance * e,
+             qPrintable(QString("held-out: compiled %1 vs eager %2").arg(c, 0, 'g', 9).arg(e, 0, 'g', 9)));
     QVERIFY2(std::abs(c - e) <= noise,
              qPrintable(QString("compiled %1 vs eager %2: gap %3 beyond the seed noise %4").arg(c).arg(e).arg(std::abs(c - e)).arg(noise)));
   }

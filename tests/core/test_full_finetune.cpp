@@ -49,12 +49,7 @@ class TestFullFinetune : public QObject {
   std::string configText(const QString& output_dir) const {
     tbtest::TinyConfig config;
     config.from_folder(base_.toStdString());
-    config.seq_len = 12, config.num_samples = 8, config.data_seed = 0;
-    config.seed = 0, config.max_steps_per_epoch = 2, config.gradient_accumulation_steps = 1;
-    config.optimizer_args = "  lr: 0.001\n  weight_decay: 0.01\n";
-    config.loss = "torchtune.modules.loss.CEWithChunkedOutputLoss";
-    config.loss_args = "  num_output_chunks: 3\n";
-    config.num_threads = 1;
+    config.as_train_reference("0.001");
     return config.text(output_dir.toStdString());
   }
 

@@ -42,12 +42,7 @@ class TestLoraFinetune : public QObject {
     tbtest::TinyConfig config;
     config.lora(qlora ? "tunebench.models.qlora_from_hf_config" : "tunebench.models.lora_from_hf_config");
     config.from_folder(base_.toStdString(), config.model);
-    config.seq_len = 12, config.num_samples = 8, config.data_seed = 0;
-    config.seed = 0, config.max_steps_per_epoch = 2, config.gradient_accumulation_steps = 1;
-    config.optimizer_args = "  lr: 0.01\n  weight_decay: 0.01\n";
-    config.loss = "torchtune.modules.loss.CEWithChunkedOutputLoss";
-    config.loss_args = "  num_output_chunks: 3\n";
-    config.num_threads = 1;
+    config.as_train_reference("0.01");
     return tbtest::run_recipe(kRecipe, config.text(output_dir.toStdString()), overrides, logger, control);
   }
 

@@ -88,6 +88,18 @@ struct TinyConfig {
     return *this;
   }
 
+  // The run tests/reference/train_reference.py repeats in PyTorch: 8 samples of 12 synthetic tokens, seed
+  // 0, two steps an epoch without accumulation, the output projection in 3 chunks, one thread.
+  TinyConfig& as_train_reference(const std::string& lr) {
+    seq_len = 12, num_samples = 8, data_seed = 0;
+    seed = 0, max_steps_per_epoch = 2, gradient_accumulation_steps = 1;
+    optimizer_args = "  lr: " + lr + "\n  weight_decay: 0.01\n";
+    loss = "torchtune.modules.loss.CEWithChunkedOutputLoss";
+    loss_args = "  num_output_chunks: 3\n";
+    num_threads = 1;
+    return *this;
+  }
+
   std::string text(const std::string& output_dir) const {
     return "model:\n  _component_: " + model + "\n" + model_args +
            "tokenizer:\n  _component_: torchtune.models.llama2.llama2_tokenizer\n  path: " TB_SOURCE_DIR
