@@ -233,7 +233,7 @@ LoadReport FullModelHFCheckpointer::load_into(torch::nn::Module& model, const mo
     models::init_weights(model, seed);
     report.random_init = true;
     report.message = "checkpoint_dir is null: the model starts from seeded random weights (seed " +
-                     std::to_string(seed) + ", normal std 0.02, norm scales 1)";
+                     std::to_string(seed) + ", normal std 0.02, biases 0, norms at identity)";
     return report;
   }
   const std::string& dir = *options_.checkpoint_dir;
@@ -241,6 +241,10 @@ LoadReport FullModelHFCheckpointer::load_into(torch::nn::Module& model, const mo
   if (ckpt_args) {
     for (const auto& d : args.differences(*ckpt_args))
       report.warnings.push_back("model and " + dir + "/config.json differ: " + d);
+    if (family_of_model_type(options_.model_type) != ckpt_args->family)
+      report.warnings.push_back("checkpointer.model_type " + options_.model_type + " names another family than " + dir +
+                                "/config.json's model_type '" + models::family_name(ckpt_args->family) +
+                                "', which is what loads and saves");
   } else {
     report.warnings.push_back(dir + " has no config.json; assuming the model's architecture");
   }

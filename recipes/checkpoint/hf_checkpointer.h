@@ -1,4 +1,4 @@
-// Hugging Face checkpoints of Llama-family models: torchtune.training.FullModelHFCheckpointer.
+// Hugging Face checkpoints of every family the decoder builds: torchtune.training.FullModelHFCheckpointer.
 //
 // A checkpoint folder holds config.json, model.safetensors or model-0000k-of-0000n.safetensors with
 // model.safetensors.index.json, under Hugging Face key names. Loading converts to our names and
@@ -57,7 +57,8 @@ void write_file_atomic(const std::string& path, const std::string& text);
 struct HFCheckpointerOptions {
   std::optional<std::string> checkpoint_dir;  // nullopt: seeded random weights
   std::vector<std::string> checkpoint_files;  // empty: see resolve_checkpoint_files
-  std::string model_type = "LLAMA2";          // LLAMA2, LLAMA3, LLAMA3_2, MISTRAL
+  std::string model_type = "LLAMA2";          // torchtune's names (hf_config.h model_type_names()); the
+                                              // family in the folder's config.json wins, with a warning
   std::string output_dir;
   std::optional<std::string> adapter_checkpoint;
   std::optional<std::string> recipe_checkpoint;

@@ -30,21 +30,62 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// One decoder layer through the fused kernels (attention: eager when the mask is not the plain causal one).
+// A norm through the fused kernel; Gemma's (1 + w) norm, which the kernel does not compute, as its
+// eager module inside the compiled step.
+torch::Tensor compiled_norm(models::RMSNormImpl& norm, const torch::Tensor& x) {
+  return norm.offset ? norm.forward(x) : fused_rms_norm(x, norm.scale, norm.eps);
+}
+
+// One decoder layer through the fused kernels; the pieces they do not cover (ModelArgs' family
+// features, eager_pieces()) run as the eager ops in their place.
 torch::Tensor compiled_layer(models::TransformerSelfAttentionLayerImpl& layer, const torch::Tensor& x,
                              const models::PositionInfo& pos, const CompilePlan& plan) {
-  const auto attn = compiled_attention(*layer.attn, fused_rms_norm(x, layer.sa_norm->scale, layer.sa_norm->eps), pos,
-                                       plan.attn_block, plan.gemm);
-  const auto [h, n] = fused_add_rms_norm(x, attn, layer.mlp_norm->scale, layer.mlp_norm->eps);
+  auto attn = compiled_attention(*layer.attn, compiled_norm(*layer.sa_norm, x), pos, plan.attn_block, plan.gemm);
+  torch::Tensor h, n;
+  if (layer.sa_scale) {
+    h = x + compiled_norm(*layer.sa_scale, attn);
+    n = compiled_norm(*layer.mlp_norm, h);
+  } else if (layer.mlp_norm->offset) {
+    h = x + attn;
+    n = layer.mlp_norm->forward(h);
+  } else {
+    std::tie(h, n) = fused_add_rms_norm(x, attn, layer.mlp_norm->scale, layer.mlp_norm->eps);
+  }
   auto& mlp = *layer.mlp;
-  const auto gate = project(mlp.w1, n, plan.gemm);  // w1 before w3, as FeedForward runs them
-  const auto up = project(mlp.w3, n, plan.gemm);
-  return h + project(mlp.w2, fused_swiglu(gate, up), plan.gemm);
+  torch::Tensor gate, up;
+  if (mlp.fused()) {
+    const auto both = project(mlp.gate_up_proj, n, plan.gemm);
+    const int64_t hidden = both.size(-1) / 2;
+    gate = both.narrow(-1, 0, hidden);
+    up = both.narrow(-1, hidden, hidden);
+  } else {
+    gate = project(mlp.w1, n, plan.gemm);  // w1 before w3, as FeedForward runs them
+    up = project(mlp.w3, n, plan.gemm);
+  }
+  const auto act = mlp.activation == models::Activation::silu && gate.is_contiguous() && up.is_contiguous()
+                       ? fused_swiglu(gate, up)
+                       : models::gated_activation(gate, up, mlp.activation);
+  auto m = project(mlp.w2, act, plan.gemm);
+  if (layer.mlp_scale) m = compiled_norm(*layer.mlp_scale, m);
+  return h + m;
 }
 
 double relative(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-12); }
 
 }  // namespace
+
+std::vector<std::string> eager_pieces(const models::ModelArgs& a) {
+  std::vector<std::string> out;
+  if (a.norm_offset) out.push_back("(1 + w) RMSNorm");
+  if (a.qk_norm) out.push_back("q/k norms");
+  if (a.rotary_dim() < a.head_dim()) out.push_back("partial rotary");
+  const bool custom_scale = a.query_pre_attn_scalar > 0 && a.query_pre_attn_scalar != double(a.head_dim());
+  if (a.attn_softcap > 0 || custom_scale) out.push_back("attention (soft-capping or query_pre_attn_scalar)");
+  if (a.sliding_window > 0) out.push_back("sliding-window attention layers");
+  if (a.activation != models::Activation::silu) out.push_back("GeGLU");
+  if (a.final_softcap > 0) out.push_back("loss of soft-capped logits");
+  return out;
+}
 
 nlohmann::json CompilePlan::to_json() const {
   return {{"ce_chunk_rows", ce_chunk_rows}, {"attn_block", attn_block}, {"gemm", gemm_backend_name(gemm)}};
@@ -56,14 +97,15 @@ CompiledDecoderImpl::CompiledDecoderImpl(models::TransformerDecoder original) : 
 
 torch::Tensor CompiledDecoderImpl::forward_hidden(const torch::Tensor& tokens, const torch::Tensor& input_pos) {
   auto& m = *orig_;
-  auto h = m.tok_embeddings->forward(tokens);
+  auto h = m.embed(tokens);
   const auto pos = m.make_positions(tokens.size(0), tokens.size(1), input_pos, {}, tokens.device());
   for (int64_t i = 0; i < m.num_layers(); ++i) h = compiled_layer(m.layer(i), h, pos, plan);
-  return fused_rms_norm(h, m.norm->scale, m.norm->eps);
+  return compiled_norm(*m.norm, h);
 }
 
 torch::Tensor CompiledDecoderImpl::output_weight() {
   auto& m = *orig_;
+  if (m.args().final_softcap > 0) return {};  // soft-capped logits: the eager loss
   if (m.tied()) return m.tok_embeddings->weight;
   const auto params = m.output.ptr()->named_parameters(/*recurse=*/true);
   if (params.size() == 1 && params.contains("weight")) return params["weight"];
@@ -146,6 +188,7 @@ nlohmann::json WarmupReport::event() const {
                       {"loss_rel_diff", loss_rel_diff}, {"grad_rel_diff", grad_rel_diff}};
   if (!reason.empty()) e["reason"] = reason;
   if (!plan.is_null()) e["plan"] = plan;
+  e["eager_pieces"] = eager;
   return e;
 }
 
@@ -277,6 +320,7 @@ WarmupReport warm_up(CompiledDecoderImpl& compiled, const data::TensorBatch& bat
   const auto start = Clock::now();
   WarmupReport report;
   auto& model = *compiled.orig_mod();
+  report.eager = eager_pieces(model.args());
   // Both passes draw the same dropout masks (LoRA dropout), and the run's random stream afterwards
   // is where one eager step would have left it.
   auto generator = at::detail::getDefaultCPUGenerator();

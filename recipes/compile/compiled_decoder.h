@@ -54,6 +54,11 @@ TORCH_MODULE(CompiledDecoder);
 // The torch.compile-style wrapper around `model` (which it shares, not copies).
 CompiledDecoder wrap_compile(models::TransformerDecoder model);
 
+// The pieces of a model's step no fused kernel computes, which run as their eager ops inside the compiled
+// step (Gemma's (1 + w) norms, q/k norms, partial rotary, soft-capping, sliding windows, GeGLU, ...):
+// named in the compile event. Empty for a Llama.
+std::vector<std::string> eager_pieces(const models::ModelArgs& args);
+
 // The plan cache: `$XDG_CACHE_HOME/tunebench/compile` (else `~/.cache/tunebench/compile`).
 std::string plan_cache_dir();
 std::string plan_cache_key(const models::ModelArgs& args, torch::ScalarType dtype, int64_t batch, int64_t seq_len);
@@ -74,6 +79,7 @@ struct WarmupReport {
   double loss_rel_diff = 0;     // |fused - eager| / |eager| of the first batch's loss
   double grad_rel_diff = 0;     // the largest relative difference of a parameter's gradient norm
   nlohmann::json plan;          // the plan it ran (CompilePlan::to_json)
+  std::vector<std::string> eager;  // pieces of the step that run as eager ops (eager_pieces)
   nlohmann::json event() const; // {"event":"compile","seconds":…,"cache_hit":…,"fallback":…,"plan":…,...}
 };
 

@@ -400,13 +400,48 @@ torch::Tensor compiled_attention(models::MultiHeadAttentionImpl& attn, const tor
                                  const models::PositionInfo& pos, int64_t block, GemmBackend backend) {
   const int64_t B = x.size(0), T = x.size(1);
   if (!x.device().is_cpu() || !is_plain_causal(pos, T)) return attn.forward(x, pos);
-  const int64_t H = attn.dims.num_heads, KV = attn.dims.num_kv_heads, D = attn.dims.head_dim;
-  // q, k, v stay in the projections' [B, T, heads, D] layout; the kernels read them as [B, heads, T, D].
-  const auto q = fused_rotary(project(attn.q_proj, x, backend).reshape({B, T, H, D}), pos.cos, pos.sin);
-  const auto k = fused_rotary(project(attn.k_proj, x, backend).reshape({B, T, KV, D}), pos.cos, pos.sin);
-  const auto v = project(attn.v_proj, x, backend).reshape({B, T, KV, D});
-  const auto out = fused_causal_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), block, backend);
-  return project(attn.output_proj, out.view({B, T, H * D}), backend);
+  const auto& dims = attn.dims;
+  const int64_t H = dims.num_heads, KV = dims.num_kv_heads, D = dims.head_dim;
+  // q, k, v in the projections' [B, T, heads, D] layout; the kernels read them as [B, heads, T, D].
+  torch::Tensor q, k, v;
+  if (attn.fused()) {
+    const auto qkv = project(attn.qkv_proj, x, backend);
+    q = qkv.narrow(-1, 0, H * D).view({B, T, H, D});
+    k = qkv.narrow(-1, H * D, KV * D).view({B, T, KV, D});
+    v = qkv.narrow(-1, (H + KV) * D, KV * D).view({B, T, KV, D});
+  } else {
+    q = project(attn.q_proj, x, backend).reshape({B, T, H, D});
+    k = project(attn.k_proj, x, backend).reshape({B, T, KV, D});
+    v = project(attn.v_proj, x, backend).reshape({B, T, KV, D});
+  }
+  // Pieces no kernel covers run as their eager ops: q/k norms, a partial rotary, soft-capping, another
+  // scale, a sliding window.
+  if (attn.q_norm) {
+    q = attn.q_norm->forward(q);
+    k = attn.k_norm->forward(k);
+  }
+  const bool local = dims.sliding && pos.cos_local.defined();
+  const auto& cos = local ? pos.cos_local : pos.cos;
+  const auto& sin = local ? pos.sin_local : pos.sin;
+  if (2 * cos.size(-1) == D) {
+    q = fused_rotary(q, cos, sin);
+    k = fused_rotary(k, cos, sin);
+  } else {
+    q = models::apply_rotary(q.transpose(1, 2), cos, sin).transpose(1, 2);
+    k = models::apply_rotary(k.transpose(1, 2), cos, sin).transpose(1, 2);
+  }
+  const double plain_scale = 1.0 / std::sqrt(static_cast<double>(D));
+  const double scale = dims.scale > 0 ? dims.scale : plain_scale;
+  torch::Tensor out;
+  if (dims.softcap == 0 && !dims.sliding && scale == plain_scale) {
+    out = fused_causal_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), block, backend);
+  } else {
+    const auto& blocked = dims.sliding && pos.blocked_sliding.defined() ? pos.blocked_sliding : pos.blocked;
+    out = models::grouped_query_attention(q.transpose(1, 2), k.transpose(1, 2).contiguous(),
+                                          v.transpose(1, 2).contiguous(), blocked, scale, dims.softcap)
+              .transpose(1, 2);
+  }
+  return project(attn.output_proj, out.reshape({B, T, H * D}), backend);
 }
 
 }  // namespace tb::compile

@@ -282,7 +282,8 @@ torch::Tensor project(torch::nn::AnyModule& projection, const torch::Tensor& x, 
   if (!nf4 && (backend == GemmBackend::aten || !plain_base)) return projection.forward(x);
   if (!same_dtype(x, lora->lora_a->weight) || !same_dtype(x, lora->lora_b->weight)) return projection.forward(x);
   // LoRALinearImpl::forward with the products fused: base first, then the dropout of the LoRA input.
-  const auto base = nf4 ? fused_linear_nf4(x, lora->quantized_base, 0, backend) : gemm_linear(x, lora->weight, backend);
+  auto base = nf4 ? fused_linear_nf4(x, lora->quantized_base, 0, backend) : gemm_linear(x, lora->weight, backend);
+  if (lora->bias.defined()) base = base + lora->bias;  // Qwen2's q, k, v
   const auto lora_in = lora->dropout_p() > 0.0 ? lora->dropout->forward(x) : x;
   if (!lora->lora_a->bias.defined() && !lora->lora_b->bias.defined() && base.is_contiguous() && !base.is_view())
     return fused_lora_update(base, lora_in, lora->lora_a->weight, lora->lora_b->weight, lora->scale(), backend);

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "checkpoint/hf_checkpointer.h"
+#include "checkpoint/hf_config.h"
 #include "components/builtin.h"
 #include "config/registry.h"
 
@@ -59,9 +60,11 @@ void register_checkpointers(config::Registry& registry) {
           .must_be_set()
           .or_null(),
       arg("checkpoint_files", ArgType::Any, "list of files, or {filename_format, max_filename}").or_null(),
-      arg("model_type", ArgType::String, "LLAMA2, LLAMA3, LLAMA3_2 or MISTRAL")
+      arg("model_type", ArgType::String,
+          "torchtune's model type: LLAMA2, LLAMA3, LLAMA3_2, MISTRAL, QWEN2, QWEN3, GEMMA, GEMMA2, GEMMA3, "
+          "PHI3_MINI or PHI4 (a folder's config.json decides the architecture)")
           .must_be_set()
-          .one_of({"LLAMA2", "LLAMA3", "LLAMA3_2", "MISTRAL"}),
+          .one_of(checkpoint::model_type_names()),
       arg("output_dir", ArgType::Path, "where checkpoints are saved").must_be_set(),
       arg("adapter_checkpoint", ArgType::Path, "LoRA adapter to load").or_null(),
       arg("recipe_checkpoint", ArgType::Path, "recipe state to resume from").or_null(),

@@ -6,21 +6,31 @@
 
 namespace tb::models {
 
-RMSNormImpl::RMSNormImpl(int64_t dim, double eps_) : eps(eps_) {
-  scale = register_parameter("scale", torch::ones({dim}));
+RMSNormImpl::RMSNormImpl(int64_t dim, double eps_, bool offset_) : eps(eps_), offset(offset_) {
+  scale = register_parameter("scale", offset ? torch::zeros({dim}) : torch::ones({dim}));
 }
 
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
   const auto xf = x.to(torch::kFloat);  // no copy when x is already fp32
   const auto inv_rms = torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  // Gemma multiplies by (1 + w) in fp32 and rounds once; Llama rounds the normalised x, then scales.
+  if (offset) return (xf * inv_rms * (scale.to(torch::kFloat) + 1.0)).to(x.scalar_type());
   return (xf * inv_rms).to(x.scalar_type()) * scale;
 }
 
-std::vector<double> rope_inverse_frequencies(int64_t head_dim, double base, const std::optional<RopeScaling>& scaling) {
-  std::vector<double> freqs(static_cast<size_t>(head_dim / 2));
+std::vector<double> rope_inverse_frequencies(int64_t rotary_dim, double base, const std::optional<RopeScaling>& scaling) {
+  std::vector<double> freqs(static_cast<size_t>(rotary_dim / 2));
   for (size_t i = 0; i < freqs.size(); ++i)
-    freqs[i] = 1.0 / std::pow(base, static_cast<double>(2 * i) / static_cast<double>(head_dim));
+    freqs[i] = 1.0 / std::pow(base, static_cast<double>(2 * i) / static_cast<double>(rotary_dim));
   if (!scaling) return freqs;
+  if (scaling->type == RopeType::linear) {
+    for (double& f : freqs) f /= scaling->scale_factor;
+    return freqs;
+  }
+  if (scaling->type == RopeType::longrope) {
+    for (size_t i = 0; i < freqs.size() && i < scaling->short_factor.size(); ++i) freqs[i] /= scaling->short_factor[i];
+    return freqs;
+  }
   const double pi = 3.14159265358979323846;
   const double low_freq_wavelen = static_cast<double>(scaling->old_context_len) / scaling->low_freq_factor;
   const double high_freq_wavelen = static_cast<double>(scaling->old_context_len) / scaling->high_freq_factor;
@@ -38,8 +48,10 @@ std::vector<double> rope_inverse_frequencies(int64_t head_dim, double base, cons
   return freqs;
 }
 
-RotaryTables::RotaryTables(int64_t head_dim, double base, std::optional<RopeScaling> scaling, int64_t max_seq_len)
-    : inv_freq_(rope_inverse_frequencies(head_dim, base, scaling)), max_seq_len_(max_seq_len) {}
+RotaryTables::RotaryTables(int64_t rotary_dim, double base, std::optional<RopeScaling> scaling, int64_t max_seq_len)
+    : inv_freq_(rope_inverse_frequencies(rotary_dim, base, scaling)),
+      attention_factor_(scaling && scaling->type == RopeType::longrope ? scaling->attention_factor : 1.0),
+      max_seq_len_(max_seq_len) {}
 
 void RotaryTables::ensure(int64_t len, const torch::Device& device) {
   if (len > max_seq_len_)
@@ -51,8 +63,8 @@ void RotaryTables::ensure(int64_t len, const torch::Device& device) {
   const auto inv = torch::from_blob(inv_freq_.data(), {static_cast<int64_t>(inv_freq_.size())}, f64);
   // Angles in double precision: pos * theta stays exact to fp32 rounding even at 128k positions.
   const auto angles = torch::outer(torch::arange(n, f64), inv);
-  cos_ = angles.cos().to(torch::kFloat).to(device);
-  sin_ = angles.sin().to(torch::kFloat).to(device);
+  cos_ = (angles.cos() * attention_factor_).to(torch::kFloat).to(device);
+  sin_ = (angles.sin() * attention_factor_).to(torch::kFloat).to(device);
   cached_len_ = n;
 }
 
@@ -73,19 +85,21 @@ std::pair<torch::Tensor, torch::Tensor> RotaryTables::at(const torch::Tensor& po
 }
 
 torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
-  const auto B = x.size(0), H = x.size(1), T = x.size(2), D = x.size(3);
-  const auto pairs = x.view({B, H, T, D / 2, 2});  // splits the unit-stride last dim: always a view
+  const auto B = x.size(0), H = x.size(1), T = x.size(2), D = x.size(3), R = 2 * cos.size(-1);
+  // The first R dims as pairs: a view, since the last dim has unit stride.
+  const auto pairs = x.narrow(-1, 0, R).view({B, H, T, R / 2, 2});
   const auto x0 = pairs.select(-1, 0), x1 = pairs.select(-1, 1);
-  // [T, D/2] broadcasts over batch and heads; [B, T, D/2] gets a head axis.
+  // [T, R/2] broadcasts over batch and heads; [B, T, R/2] gets a head axis.
   const auto c = cos.dim() == 3 ? cos.unsqueeze(1) : cos;
   const auto s = sin.dim() == 3 ? sin.unsqueeze(1) : sin;
   // fp32 tables promote bf16/fp16 inputs, so the rotation is computed in fp32.
-  auto out = torch::stack({x0 * c - x1 * s, x1 * c + x0 * s}, -1).view({B, H, T, D});
-  return out.scalar_type() == x.scalar_type() ? out : out.to(x.scalar_type());
+  auto out = torch::stack({x0 * c - x1 * s, x1 * c + x0 * s}, -1).view({B, H, T, R});
+  if (out.scalar_type() != x.scalar_type()) out = out.to(x.scalar_type());
+  return R == D ? out : torch::cat({out, x.narrow(-1, R, D - R)}, -1);
 }
 
 torch::Tensor grouped_query_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                      const torch::Tensor& blocked, double scale) {
+                                      const torch::Tensor& blocked, double scale, double softcap) {
   const auto B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3);
   const auto KV = k.size(1), L = k.size(2);
   if (H % KV != 0) throw std::invalid_argument("attention: query heads not a multiple of kv heads");
@@ -97,6 +111,7 @@ torch::Tensor grouped_query_attention(const torch::Tensor& q, const torch::Tenso
   const auto v3 = v.reshape({B * KV, L, D});
   auto scores = torch::bmm(q3, k3.transpose(1, 2));
   scores.mul_(scale);
+  if (softcap > 0) scores = torch::tanh(scores / softcap) * softcap;  // in the scores' dtype, as Gemma 2
   const auto mask = blocked.dim() == 3 ? blocked.view({B, 1, 1, T, L}) : blocked;
   scores.view({B, KV, G, T, L}).masked_fill_(mask, -std::numeric_limits<double>::infinity());
   const bool reduced = scores.scalar_type() != torch::kFloat && scores.scalar_type() != torch::kDouble;
@@ -114,13 +129,48 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(AttentionDims d, torch::nn::AnyMo
   register_module("output_proj", output_proj.ptr());
 }
 
-torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const PositionInfo& pos) {
+MultiHeadAttentionImpl::MultiHeadAttentionImpl(AttentionDims d, torch::nn::AnyModule qkv, torch::nn::AnyModule o)
+    : dims(d), output_proj(std::move(o)), qkv_proj(std::move(qkv)) {
+  register_module("qkv_proj", qkv_proj.ptr());
+  register_module("output_proj", output_proj.ptr());
+}
+
+void MultiHeadAttentionImpl::add_qk_norms(double eps, bool offset) {
+  q_norm = register_module("q_norm", RMSNorm(dims.head_dim, eps, offset));
+  k_norm = register_module("k_norm", RMSNorm(dims.head_dim, eps, offset));
+}
+
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::project_qkv(const torch::Tensor& x) {
   const auto B = x.size(0), T = x.size(1);
   const auto H = dims.num_heads, KV = dims.num_kv_heads, D = dims.head_dim;
-  // [B, T, H*D] -> [B, H, T, D] as strided views; the rotation writes the contiguous result.
-  auto q = apply_rotary(q_proj.forward(x).view({B, T, H, D}).transpose(1, 2), pos.cos, pos.sin);
-  auto k = apply_rotary(k_proj.forward(x).view({B, T, KV, D}).transpose(1, 2), pos.cos, pos.sin);
-  auto v = v_proj.forward(x).view({B, T, KV, D}).transpose(1, 2);
+  if (fused()) {
+    const auto qkv = qkv_proj.forward(x);
+    return {qkv.narrow(-1, 0, H * D).view({B, T, H, D}), qkv.narrow(-1, H * D, KV * D).view({B, T, KV, D}),
+            qkv.narrow(-1, (H + KV) * D, KV * D).view({B, T, KV, D})};
+  }
+  // One statement each: with LoRA dropout the order decides which random masks each projection draws.
+  auto q = q_proj.forward(x).view({B, T, H, D});
+  auto k = k_proj.forward(x).view({B, T, KV, D});
+  auto v = v_proj.forward(x).view({B, T, KV, D});
+  return {q, k, v};
+}
+
+torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const PositionInfo& pos) {
+  const auto B = x.size(0), T = x.size(1);
+  const auto H = dims.num_heads, D = dims.head_dim;
+  auto [q, k, v] = project_qkv(x);
+  if (q_norm) {
+    q = q_norm->forward(q);
+    k = k_norm->forward(k);
+  }
+  // Sliding layers may turn by their own rotary (Gemma 3's local base).
+  const bool local = dims.sliding && pos.cos_local.defined();
+  const auto& cos = local ? pos.cos_local : pos.cos;
+  const auto& sin = local ? pos.sin_local : pos.sin;
+  // [B, T, H, D] -> [B, H, T, D] as strided views; the rotation writes the contiguous result.
+  q = apply_rotary(q.transpose(1, 2), cos, sin);
+  k = apply_rotary(k.transpose(1, 2), cos, sin);
+  v = v.transpose(1, 2);
   if (caches_are_enabled() && pos.input_pos.defined()) {
     if (B > k_cache_.size(0)) throw std::invalid_argument("KV cache set up for a smaller batch");
     auto kc = k_cache_.narrow(0, 0, B), vc = v_cache_.narrow(0, 0, B);
@@ -129,7 +179,9 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Posi
     k = kc.narrow(2, 0, pos.kv_len);
     v = vc.narrow(2, 0, pos.kv_len);
   }
-  const auto out = grouped_query_attention(q, k, v, pos.blocked, 1.0 / std::sqrt(static_cast<double>(D)));
+  const auto& blocked = dims.sliding && pos.blocked_sliding.defined() ? pos.blocked_sliding : pos.blocked;
+  const double scale = dims.scale > 0 ? dims.scale : 1.0 / std::sqrt(static_cast<double>(D));
+  const auto out = grouped_query_attention(q, k, v, blocked, scale, dims.softcap);
   return output_proj.forward(out.transpose(1, 2).reshape({B, T, H * D}));
 }
 
@@ -145,19 +197,41 @@ void MultiHeadAttentionImpl::teardown_cache() {
   v_cache_ = torch::Tensor();
 }
 
-FeedForwardImpl::FeedForwardImpl(torch::nn::AnyModule gate, torch::nn::AnyModule down, torch::nn::AnyModule up)
-    : w1(std::move(gate)), w2(std::move(down)), w3(std::move(up)) {
+FeedForwardImpl::FeedForwardImpl(torch::nn::AnyModule gate, torch::nn::AnyModule down, torch::nn::AnyModule up,
+                                 Activation act)
+    : w1(std::move(gate)), w2(std::move(down)), w3(std::move(up)), activation(act) {
   register_module("w1", w1.ptr());
   register_module("w2", w2.ptr());
   register_module("w3", w3.ptr());
 }
 
-torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
+FeedForwardImpl::FeedForwardImpl(torch::nn::AnyModule gate_up, torch::nn::AnyModule down, Activation act)
+    : w2(std::move(down)), gate_up_proj(std::move(gate_up)), activation(act) {
+  register_module("gate_up_proj", gate_up_proj.ptr());
+  register_module("w2", w2.ptr());
+}
+
+std::pair<torch::Tensor, torch::Tensor> FeedForwardImpl::gate_and_up(const torch::Tensor& x) {
+  if (fused()) {
+    const auto both = gate_up_proj.forward(x);
+    const int64_t hidden = both.size(-1) / 2;
+    return {both.narrow(-1, 0, hidden), both.narrow(-1, hidden, hidden)};
+  }
   // Named steps: C++ leaves the order of `a(x) * b(x)` open, and with LoRA dropout the order of
   // the projections decides which random masks each one draws (the compiled step draws the same).
-  const auto gate = torch::silu(w1.forward(x));
-  const auto up = w3.forward(x);
-  return w2.forward(gate * up);
+  auto gate = w1.forward(x);
+  auto up = w3.forward(x);
+  return {gate, up};
+}
+
+torch::Tensor gated_activation(const torch::Tensor& gate, const torch::Tensor& up, Activation activation) {
+  if (activation == Activation::gelu_tanh) return torch::gelu(gate, "tanh") * up;
+  return torch::silu(gate) * up;
+}
+
+torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
+  const auto [gate, up] = gate_and_up(x);
+  return w2.forward(gated_activation(gate, up, activation));
 }
 
 }  // namespace tb::models

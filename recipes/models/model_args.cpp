@@ -1,13 +1,63 @@
 #include "models/model_args.h"
 
+#include <cmath>
 #include <sstream>
 #include <stdexcept>
 
 namespace tb::models {
 
 bool RopeScaling::operator==(const RopeScaling& o) const {
-  return scale_factor == o.scale_factor && low_freq_factor == o.low_freq_factor &&
-         high_freq_factor == o.high_freq_factor && old_context_len == o.old_context_len;
+  return type == o.type && scale_factor == o.scale_factor && low_freq_factor == o.low_freq_factor &&
+         high_freq_factor == o.high_freq_factor && old_context_len == o.old_context_len &&
+         short_factor == o.short_factor && attention_factor == o.attention_factor;
+}
+
+RopeScaling RopeScaling::llama3(double factor, double low_freq_factor, double high_freq_factor,
+                                int64_t old_context_len) {
+  RopeScaling s;
+  s.scale_factor = factor;
+  s.low_freq_factor = low_freq_factor;
+  s.high_freq_factor = high_freq_factor;
+  s.old_context_len = old_context_len;
+  return s;
+}
+
+namespace {
+struct FamilyName {
+  Family family;
+  const char* name;
+};
+constexpr FamilyName kFamilies[] = {{Family::llama, "llama"},   {Family::mistral, "mistral"},
+                                    {Family::qwen2, "qwen2"},   {Family::qwen3, "qwen3"},
+                                    {Family::gemma, "gemma"},   {Family::gemma2, "gemma2"},
+                                    {Family::gemma3, "gemma3_text"}, {Family::phi3, "phi3"}};
+}  // namespace
+
+const char* family_name(Family family) {
+  for (const auto& f : kFamilies)
+    if (f.family == family) return f.name;
+  return "llama";
+}
+
+std::optional<Family> family_from_name(const std::string& model_type) {
+  for (const auto& f : kFamilies)
+    if (model_type == f.name) return f.family;
+  return std::nullopt;
+}
+
+int64_t ModelArgs::rotary_dim() const {
+  // Hugging Face: int(head_dim * partial_rotary_factor).
+  return static_cast<int64_t>(static_cast<double>(head_dim()) * partial_rotary_factor);
+}
+
+bool ModelArgs::layer_slides(int64_t layer) const {
+  if (sliding_window <= 0) return false;
+  if (sliding_layers.empty()) return true;
+  return layer >= 0 && layer < static_cast<int64_t>(sliding_layers.size()) && sliding_layers[size_t(layer)];
+}
+
+double ModelArgs::attention_scale() const {
+  return 1.0 / std::sqrt(query_pre_attn_scalar > 0 ? query_pre_attn_scalar : static_cast<double>(head_dim()));
 }
 
 void ModelArgs::validate() const {
@@ -22,27 +72,48 @@ void ModelArgs::validate() const {
   positive(embed_dim, "embed_dim");
   positive(max_seq_len, "max_seq_len");
   positive(intermediate_dim, "intermediate_dim");
-  if (embed_dim % num_heads != 0)
+  if (explicit_head_dim < 0) fail("head_dim must be positive");
+  if (explicit_head_dim == 0 && embed_dim % num_heads != 0)
     fail("embed_dim " + std::to_string(embed_dim) + " is not divisible by num_heads " + std::to_string(num_heads));
   if (num_heads % num_kv_heads != 0)
     fail("num_heads " + std::to_string(num_heads) + " is not divisible by num_kv_heads " +
          std::to_string(num_kv_heads));
-  if (head_dim() % 2 != 0) fail("head_dim " + std::to_string(head_dim()) + " must be even for rotary embeddings");
+  if (!(partial_rotary_factor > 0 && partial_rotary_factor <= 1)) fail("partial_rotary_factor must be in (0, 1]");
+  if (rotary_dim() % 2 != 0 || rotary_dim() < 2)
+    fail("the rotary dims of a head (" + std::to_string(rotary_dim()) + ") must be even for rotary embeddings");
   if (!(norm_eps > 0)) fail("norm_eps must be positive");
   if (!(rope_base > 0)) fail("rope_base must be positive");
+  if (rope_local_base < 0) fail("rope_local_base must not be negative");
   if (rope_scaling) {
     const auto& s = *rope_scaling;
     if (!(s.scale_factor > 0) || !(s.low_freq_factor > 0) || s.old_context_len <= 0)
       fail("rope scaling factors must be positive");
-    if (!(s.high_freq_factor > s.low_freq_factor)) fail("rope scaling needs high_freq_factor > low_freq_factor");
+    if (s.type == RopeType::llama3 && !(s.high_freq_factor > s.low_freq_factor))
+      fail("rope scaling needs high_freq_factor > low_freq_factor");
+    if (s.type == RopeType::longrope) {
+      if (static_cast<int64_t>(s.short_factor.size()) != rotary_dim() / 2)
+        fail("longrope short_factor has " + std::to_string(s.short_factor.size()) + " values; the rotary has " +
+             std::to_string(rotary_dim() / 2) + " frequencies");
+      for (double f : s.short_factor)
+        if (!(f > 0)) fail("longrope short_factor values must be positive");
+      if (!(s.attention_factor > 0)) fail("longrope attention factor must be positive");
+    }
   }
+  if (!(query_pre_attn_scalar >= 0)) fail("query_pre_attn_scalar must not be negative");
+  if (!(attn_softcap >= 0) || !(final_softcap >= 0)) fail("soft-capping values must not be negative");
+  if (sliding_window < 0) fail("sliding_window must not be negative");
+  if (!sliding_layers.empty() && static_cast<int64_t>(sliding_layers.size()) != num_layers)
+    fail("the sliding/full layer pattern names " + std::to_string(sliding_layers.size()) + " layers, the model has " +
+         std::to_string(num_layers));
 }
 
 int64_t ModelArgs::parameter_count() const {
-  const int64_t kv_dim = num_kv_heads * head_dim();
-  const int64_t attn = 2 * embed_dim * embed_dim + 2 * embed_dim * kv_dim;
+  const int64_t q_dim = num_heads * head_dim(), kv_dim = num_kv_heads * head_dim();
+  int64_t attn = 2 * embed_dim * q_dim + 2 * embed_dim * kv_dim;
+  if (attention_bias) attn += q_dim + 2 * kv_dim;
+  if (qk_norm) attn += 2 * head_dim();
   const int64_t mlp = 3 * embed_dim * intermediate_dim;
-  const int64_t per_layer = attn + mlp + 2 * embed_dim;
+  const int64_t per_layer = attn + mlp + (sandwich_norms ? 4 : 2) * embed_dim;
   const int64_t embeddings = vocab_size * embed_dim * (tie_word_embeddings ? 1 : 2);
   return embeddings + num_layers * per_layer + embed_dim;
 }
@@ -66,6 +137,30 @@ std::vector<std::string> ModelArgs::differences(const ModelArgs& o) const {
   cmp("norm_eps", norm_eps, o.norm_eps);
   cmp("rope_base", rope_base, o.rope_base);
   cmp("tie_word_embeddings", tie_word_embeddings, o.tie_word_embeddings);
+  cmp("family", std::string(family_name(family)), std::string(family_name(o.family)));
+  cmp("head_dim", head_dim(), o.head_dim());
+  cmp("attention_bias", attention_bias, o.attention_bias);
+  cmp("qk_norm", qk_norm, o.qk_norm);
+  cmp("norm_offset", norm_offset, o.norm_offset);
+  cmp("scale_embeddings", scale_embeddings, o.scale_embeddings);
+  cmp("activation", activation == Activation::silu ? "silu" : "gelu_tanh",
+      o.activation == Activation::silu ? "silu" : "gelu_tanh");
+  cmp("sandwich_norms", sandwich_norms, o.sandwich_norms);
+  cmp("query_pre_attn_scalar", query_pre_attn_scalar, o.query_pre_attn_scalar);
+  cmp("attn_softcap", attn_softcap, o.attn_softcap);
+  cmp("final_softcap", final_softcap, o.final_softcap);
+  cmp("sliding_window", sliding_window, o.sliding_window);
+  if (sliding_window > 0 || o.sliding_window > 0)
+    for (int64_t i = 0; i < std::min(num_layers, o.num_layers); ++i)
+      if (layer_slides(i) != o.layer_slides(i)) {
+        out.push_back("layer " + std::to_string(i) + (layer_slides(i) ? " slides" : " is full") + " vs " +
+                      (o.layer_slides(i) ? "slides" : "full"));
+        break;
+      }
+  cmp("rope_local_base", rope_local_base, o.rope_local_base);
+  cmp("partial_rotary_factor", partial_rotary_factor, o.partial_rotary_factor);
+  cmp("fused_qkv", fused_qkv, o.fused_qkv);
+  cmp("fused_gate_up", fused_gate_up, o.fused_gate_up);
   if (rope_scaling.has_value() != o.rope_scaling.has_value() ||
       (rope_scaling && !(*rope_scaling == *o.rope_scaling)))
     out.push_back(std::string("rope_scaling ") + (rope_scaling ? "set" : "none") + " vs " +
@@ -99,13 +194,13 @@ ModelArgs llama2_7b_args() { return make(32000, 32, 32, 32, 4096, 4096, 11008); 
 ModelArgs llama2_13b_args() { return make(32000, 40, 40, 40, 5120, 4096, 13824); }
 ModelArgs llama3_2_1b_args() {
   ModelArgs a = make(128256, 16, 32, 8, 2048, 131072, 8192, 500000.0);
-  a.rope_scaling = RopeScaling{32.0, 1.0, 4.0, 8192};
+  a.rope_scaling = RopeScaling::llama3(32.0, 1.0, 4.0, 8192);
   a.tie_word_embeddings = true;
   return a;
 }
 ModelArgs llama3_1_8b_args() {
   ModelArgs a = make(128256, 32, 32, 8, 4096, 131072, 14336, 500000.0);
-  a.rope_scaling = RopeScaling{8.0, 1.0, 4.0, 8192};
+  a.rope_scaling = RopeScaling::llama3(8.0, 1.0, 4.0, 8192);
   return a;
 }
 ModelArgs mistral_7b_args() { return make(32000, 32, 32, 8, 4096, 32768, 14336); }

@@ -12,27 +12,36 @@ namespace tb::models {
 
 torch::nn::AnyModule make_plain_linear(const ProjectionSite& site) {
   return torch::nn::AnyModule(
-      torch::nn::Linear(torch::nn::LinearOptions(site.in_features, site.out_features).bias(false)));
+      torch::nn::Linear(torch::nn::LinearOptions(site.in_features, site.out_features).bias(site.bias)));
 }
 
 const std::vector<std::string>& projection_names() {
-  static const std::vector<std::string> names = {"q_proj", "k_proj", "v_proj", "output_proj",
-                                                 "w1",     "w2",     "w3",     "output"};
+  static const std::vector<std::string> names = {"q_proj", "k_proj", "v_proj", "qkv_proj",     "output_proj",
+                                                 "w1",     "w2",     "w3",     "gate_up_proj", "output"};
   return names;
 }
 
 TransformerSelfAttentionLayerImpl::TransformerSelfAttentionLayerImpl(MultiHeadAttention a, FeedForward m, int64_t dim,
-                                                                     double norm_eps)
-    : sa_norm(dim, norm_eps), attn(std::move(a)), mlp_norm(dim, norm_eps), mlp(std::move(m)) {
+                                                                     double norm_eps, bool norm_offset,
+                                                                     bool sandwich_norms)
+    : sa_norm(dim, norm_eps, norm_offset), attn(std::move(a)), mlp_norm(dim, norm_eps, norm_offset), mlp(std::move(m)) {
   register_module("sa_norm", sa_norm);
   register_module("attn", attn);
   register_module("mlp_norm", mlp_norm);
   register_module("mlp", mlp);
+  if (sandwich_norms) {
+    sa_scale = register_module("sa_scale", RMSNorm(dim, norm_eps, norm_offset));
+    mlp_scale = register_module("mlp_scale", RMSNorm(dim, norm_eps, norm_offset));
+  }
 }
 
 torch::Tensor TransformerSelfAttentionLayerImpl::forward(const torch::Tensor& x, const PositionInfo& pos) {
-  const auto h = x + attn->forward(sa_norm->forward(x), pos);
-  return h + mlp->forward(mlp_norm->forward(h));
+  auto a = attn->forward(sa_norm->forward(x), pos);
+  if (sa_scale) a = sa_scale->forward(a);
+  const auto h = x + a;
+  auto m = mlp->forward(mlp_norm->forward(h));
+  if (mlp_scale) m = mlp_scale->forward(m);
+  return h + m;
 }
 
 namespace {
@@ -50,29 +59,56 @@ torch::nn::AnyModule checked(const LinearFactory& factory, const ProjectionSite&
 }
 }  // namespace
 
+namespace {
+std::optional<RotaryTables> local_rotary(const ModelArgs& a) {
+  if (a.rope_local_base <= 0 || a.sliding_window <= 0) return std::nullopt;
+  return RotaryTables(a.rotary_dim(), a.rope_local_base, std::nullopt, a.max_seq_len);
+}
+}  // namespace
+
 TransformerDecoderImpl::TransformerDecoderImpl(const ModelArgs& a, const LinearFactory& factory)
-    : args_(validated(a)), rope_(a.head_dim(), a.rope_base, a.rope_scaling, a.max_seq_len) {
-  const int64_t dim = a.embed_dim, hd = a.head_dim(), kv_dim = a.num_kv_heads * hd;
+    : args_(validated(a)),
+      rope_(a.rotary_dim(), a.rope_base, a.rope_scaling, a.max_seq_len),
+      local_rope_(local_rotary(a)) {
+  const int64_t dim = a.embed_dim, hd = a.head_dim(), q_dim = a.num_heads * hd, kv_dim = a.num_kv_heads * hd;
   tok_embeddings = register_module("tok_embeddings", torch::nn::Embedding(a.vocab_size, dim));
   layers = register_module("layers", torch::nn::ModuleList());
-  const AttentionDims dims{dim, a.num_heads, a.num_kv_heads, hd};
   for (int64_t i = 0; i < a.num_layers; ++i) {
-    auto site = [&](const char* name, int64_t in, int64_t out) { return checked(factory, {name, i, in, out}); };
+    auto site = [&](const char* name, int64_t in, int64_t out, bool bias = false) {
+      return checked(factory, {name, i, in, out, bias});
+    };
+    AttentionDims dims{dim, a.num_heads, a.num_kv_heads, hd, a.attention_scale(), a.attn_softcap, a.layer_slides(i)};
     // One statement each: the factory sees the projections in a fixed order (argument order is unspecified).
-    auto q = site("q_proj", dim, a.num_heads * hd);
-    auto k = site("k_proj", dim, kv_dim);
-    auto v = site("v_proj", dim, kv_dim);
-    auto o = site("output_proj", a.num_heads * hd, dim);
-    auto w1 = site("w1", dim, a.intermediate_dim);
-    auto w2 = site("w2", a.intermediate_dim, dim);
-    auto w3 = site("w3", dim, a.intermediate_dim);
-    MultiHeadAttention attn(dims, std::move(q), std::move(k), std::move(v), std::move(o));
-    FeedForward mlp(std::move(w1), std::move(w2), std::move(w3));
-    TransformerSelfAttentionLayer layer(std::move(attn), std::move(mlp), dim, a.norm_eps);
+    MultiHeadAttention attn{nullptr};
+    if (a.fused_qkv) {
+      auto qkv = site("qkv_proj", dim, q_dim + 2 * kv_dim, a.attention_bias);
+      auto o = site("output_proj", q_dim, dim);
+      attn = MultiHeadAttention(dims, std::move(qkv), std::move(o));
+    } else {
+      auto q = site("q_proj", dim, q_dim, a.attention_bias);
+      auto k = site("k_proj", dim, kv_dim, a.attention_bias);
+      auto v = site("v_proj", dim, kv_dim, a.attention_bias);
+      auto o = site("output_proj", q_dim, dim);
+      attn = MultiHeadAttention(dims, std::move(q), std::move(k), std::move(v), std::move(o));
+    }
+    if (a.qk_norm) attn->add_qk_norms(a.norm_eps, a.norm_offset);
+    FeedForward mlp{nullptr};
+    if (a.fused_gate_up) {
+      auto gate_up = site("gate_up_proj", dim, 2 * a.intermediate_dim);
+      auto w2 = site("w2", a.intermediate_dim, dim);
+      mlp = FeedForward(std::move(gate_up), std::move(w2), a.activation);
+    } else {
+      auto w1 = site("w1", dim, a.intermediate_dim);
+      auto w2 = site("w2", a.intermediate_dim, dim);
+      auto w3 = site("w3", dim, a.intermediate_dim);
+      mlp = FeedForward(std::move(w1), std::move(w2), std::move(w3), a.activation);
+    }
+    TransformerSelfAttentionLayer layer(std::move(attn), std::move(mlp), dim, a.norm_eps, a.norm_offset,
+                                        a.sandwich_norms);
     layers->push_back(layer);
     layers_.push_back(layer);
   }
-  norm = register_module("norm", RMSNorm(dim, a.norm_eps));
+  norm = register_module("norm", RMSNorm(dim, a.norm_eps, a.norm_offset));
   if (!a.tie_word_embeddings) {
     output = checked(factory, {"output", -1, dim, a.vocab_size});
     register_module("output", output.ptr());
@@ -83,6 +119,8 @@ PositionInfo TransformerDecoderImpl::make_positions(int64_t batch, int64_t seq_l
                                                     const torch::Tensor& mask, const torch::Device& device) {
   PositionInfo p;
   const auto i64 = torch::TensorOptions().dtype(torch::kLong).device(device);
+  // Query positions against key positions (keys 0..L-1): the causal mask, and the window of sliding layers.
+  torch::Tensor query_pos, key_pos;
   if (caches_are_enabled()) {
     if (batch > layers_.front()->attn->k_cache_batch())
       throw std::invalid_argument("batch of " + std::to_string(batch) + " exceeds the KV cache's batch");
@@ -94,18 +132,30 @@ PositionInfo TransformerDecoderImpl::make_positions(int64_t batch, int64_t seq_l
       throw std::invalid_argument("position " + std::to_string(p.kv_len - 1) + " is beyond the KV cache of " +
                                   std::to_string(cache_len_));
     std::tie(p.cos, p.sin) = rope_.at(p.input_pos);
+    if (local_rope_) std::tie(p.cos_local, p.sin_local) = local_rope_->at(p.input_pos);
+    query_pos = p.input_pos.unsqueeze(1);
+    key_pos = torch::arange(p.kv_len, i64).unsqueeze(0);
+    p.blocked = mask.defined() ? mask.logical_not() : key_pos.gt(query_pos);
+  } else {
+    p.kv_len = seq_len;
+    if (input_pos.defined()) {
+      std::tie(p.cos, p.sin) = rope_.at(input_pos.to(i64));
+      if (local_rope_) std::tie(p.cos_local, p.sin_local) = local_rope_->at(input_pos.to(i64));
+    } else {
+      std::tie(p.cos, p.sin) = rope_.first(seq_len, device);
+      if (local_rope_) std::tie(p.cos_local, p.sin_local) = local_rope_->first(seq_len, device);
+    }
     p.blocked = mask.defined() ? mask.logical_not()
-                               : torch::arange(p.kv_len, i64).unsqueeze(0).gt(p.input_pos.unsqueeze(1));
-    return p;
+                               : torch::ones({seq_len, seq_len}, torch::TensorOptions().dtype(torch::kBool).device(device))
+                                     .triu(1);
+    query_pos = torch::arange(seq_len, i64).unsqueeze(1);
+    key_pos = torch::arange(seq_len, i64).unsqueeze(0);
   }
-  p.kv_len = seq_len;
-  if (input_pos.defined())
-    std::tie(p.cos, p.sin) = rope_.at(input_pos.to(i64));
-  else
-    std::tie(p.cos, p.sin) = rope_.first(seq_len, device);
-  p.blocked = mask.defined() ? mask.logical_not()
-                             : torch::ones({seq_len, seq_len}, torch::TensorOptions().dtype(torch::kBool).device(device))
-                                   .triu(1);
+  if (args_.sliding_window > 0) {
+    // A sliding layer's query q sees keys k with q - window < k (Hugging Face's rule), besides the mask.
+    const auto outside = key_pos.le(query_pos - args_.sliding_window);
+    p.blocked_sliding = p.blocked.logical_or(p.blocked.dim() == 3 ? outside.unsqueeze(0) : outside);
+  }
   return p;
 }
 
@@ -117,7 +167,7 @@ torch::Tensor TransformerDecoderImpl::forward_hidden(const torch::Tensor& tokens
                                                      const torch::Tensor& mask) {
   if (tokens.dim() != 2) throw std::invalid_argument("tokens must be [batch, seq_len]");
   const auto pos = make_positions(tokens.size(0), tokens.size(1), input_pos, mask, tok_embeddings->weight.device());
-  auto h = tok_embeddings->forward(tokens);
+  auto h = embed(tokens);
   for (int64_t i = 0; i < num_layers(); ++i) {
     if (layer_wrapper_)
       h = layer_wrapper_(i, [&, i](const torch::Tensor& x) { return forward_layer(i, x, pos); }, h);
@@ -128,8 +178,17 @@ torch::Tensor TransformerDecoderImpl::forward_hidden(const torch::Tensor& tokens
   return norm->forward(h);
 }
 
+torch::Tensor TransformerDecoderImpl::embed(const torch::Tensor& tokens) {
+  auto h = tok_embeddings->forward(tokens);
+  if (!args_.scale_embeddings) return h;
+  // Gemma: times sqrt(dim) rounded to the model's dtype first, as Hugging Face's normalizer tensor is.
+  return h * torch::scalar_tensor(std::sqrt(static_cast<double>(args_.embed_dim)), h.options());
+}
+
 torch::Tensor TransformerDecoderImpl::output_projection(const torch::Tensor& hidden) {
-  return tied() ? torch::linear(hidden, tok_embeddings->weight) : output.forward(hidden);
+  auto logits = tied() ? torch::linear(hidden, tok_embeddings->weight) : output.forward(hidden);
+  if (args_.final_softcap <= 0) return logits;
+  return torch::tanh(logits / args_.final_softcap) * args_.final_softcap;
 }
 
 torch::Tensor TransformerDecoderImpl::forward(const torch::Tensor& tokens, const torch::Tensor& input_pos,
@@ -169,8 +228,9 @@ int64_t count_parameters(const torch::nn::Module& module, bool trainable_only) {
 
 bool is_base_parameter(const std::string& full_name) {
   static const std::regex base(
-      R"((tok_embeddings\.weight|norm\.scale|output\.weight|)"
-      R"(layers\.\d+\.(sa_norm\.scale|mlp_norm\.scale|attn\.(q|k|v|output)_proj\.weight|mlp\.w[123]\.weight)))");
+      R"((tok_embeddings\.weight|norm\.scale|output\.weight|layers\.\d+\.()"
+      R"((sa_norm|mlp_norm|sa_scale|mlp_scale)\.scale|attn\.(q|k)_norm\.scale|)"
+      R"(attn\.(q|k|v|qkv)_proj\.(weight|bias)|attn\.output_proj\.weight|mlp\.(w[123]|gate_up_proj)\.weight)))");
   return std::regex_match(strip_compiled_prefix(full_name), base);
 }
 
@@ -180,8 +240,11 @@ void init_weights(torch::nn::Module& model, uint64_t seed, double std) {
   for (auto& item : model.named_parameters()) {
     if (!is_base_parameter(item.key())) continue;
     auto& p = item.value();
-    if (item.key().size() >= 6 && item.key().compare(item.key().size() - 6, 6, ".scale") == 0) {
-      p.fill_(1.0);
+    const auto ends_with = [&](const std::string& tail) {
+      return item.key().size() >= tail.size() && item.key().compare(item.key().size() - tail.size(), tail.size(), tail) == 0;
+    };
+    if (ends_with(".scale") || ends_with(".bias")) {
+      p.zero_();  // biases start at 0; norm scales are set below by their kind
       continue;
     }
     // Drawn in fp32 on the CPU so a seed gives the same weights in every dtype and on every device.
@@ -189,6 +252,8 @@ void init_weights(torch::nn::Module& model, uint64_t seed, double std) {
     values.normal_(0.0, std, gen);
     p.copy_(values);
   }
+  for (const auto& m : model.modules())
+    if (auto* norm = dynamic_cast<RMSNormImpl*>(m.get())) norm->scale.fill_(norm->offset ? 0.0 : 1.0);
 }
 
 }  // namespace tb::models

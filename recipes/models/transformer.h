@@ -1,5 +1,7 @@
-// The Llama-family decoder: token embedding, N x (RMSNorm -> attention -> residual, RMSNorm -> SwiGLU
-// -> residual), final RMSNorm, output projection (or the embedding matrix when tied).
+// The decoder: token embedding (times sqrt(dim) for Gemma), N x (RMSNorm -> attention [-> RMSNorm] ->
+// residual, RMSNorm -> gated MLP [-> RMSNorm] -> residual), final RMSNorm, output projection (or the
+// embedding matrix when tied, soft-capped for Gemma 2). ModelArgs says which family's variant of each
+// piece runs (models/model_args.h).
 //
 // Product type of every model component in the registry (`_component_: torchtune.models...`):
 //   tb::models::TransformerDecoder   (a TORCH_MODULE holder, i.e. a shared_ptr to TransformerDecoderImpl;
@@ -26,26 +28,33 @@ namespace tb::models {
 
 // Where a linear projection sits; a LinearFactory decides what module to create for it.
 struct ProjectionSite {
-  std::string name;       // q_proj, k_proj, v_proj, output_proj, w1 (gate), w2 (down), w3 (up), output
+  std::string name;       // q_proj, k_proj, v_proj, output_proj, w1 (gate), w2 (down), w3 (up), output;
+                          // in the fused layout qkv_proj and gate_up_proj instead of q/k/v and w1/w3
   int64_t layer = -1;     // decoder layer index; -1 for the model's output projection
   int64_t in_features = 0;
   int64_t out_features = 0;
+  bool bias = false;      // the projection adds a bias (Qwen2's q, k, v)
 };
 // Returns any module whose forward(const Tensor&) -> Tensor maps [..., in] to [..., out] and whose
-// base weight is registered as `weight` (so checkpoints load): torch::nn::Linear, LoRALinear, ...
+// base weight (and bias) is registered as `weight` (`bias`), so checkpoints load: torch::nn::Linear,
+// LoRALinear, ...
 using LinearFactory = std::function<torch::nn::AnyModule(const ProjectionSite&)>;
-// The default: a bias-free torch::nn::Linear.
+// The default: a torch::nn::Linear, with a bias where the site has one.
 torch::nn::AnyModule make_plain_linear(const ProjectionSite& site);
-// q_proj, k_proj, v_proj, output_proj, w1, w2, w3, output.
+// q_proj, k_proj, v_proj, qkv_proj, output_proj, w1, w2, w3, gate_up_proj, output.
 const std::vector<std::string>& projection_names();
 
+// torchtune's names: sa_norm before attention, mlp_norm before the MLP, and with sandwich norms
+// (Gemma 2, 3) sa_scale after attention and mlp_scale after the MLP.
 struct TransformerSelfAttentionLayerImpl : torch::nn::Module {
-  TransformerSelfAttentionLayerImpl(MultiHeadAttention attn, FeedForward mlp, int64_t dim, double norm_eps);
+  TransformerSelfAttentionLayerImpl(MultiHeadAttention attn, FeedForward mlp, int64_t dim, double norm_eps,
+                                    bool norm_offset = false, bool sandwich_norms = false);
   torch::Tensor forward(const torch::Tensor& x, const PositionInfo& pos);
   RMSNorm sa_norm;
   MultiHeadAttention attn;
   RMSNorm mlp_norm;
   FeedForward mlp;
+  RMSNorm sa_scale{nullptr}, mlp_scale{nullptr};  // sandwich norms only
 };
 TORCH_MODULE(TransformerSelfAttentionLayer);
 
@@ -60,10 +69,13 @@ class TransformerDecoderImpl : public torch::nn::Module {
   //            default causal.
   torch::Tensor forward(const torch::Tensor& tokens, const torch::Tensor& input_pos = {},
                         const torch::Tensor& mask = {});
+  // The token embeddings [B, T, dim] the first layer reads (scaled for Gemma).
+  torch::Tensor embed(const torch::Tensor& tokens);
   // The final-norm output [B, T, dim] before the output projection (for a chunked loss).
   torch::Tensor forward_hidden(const torch::Tensor& tokens, const torch::Tensor& input_pos = {},
                                const torch::Tensor& mask = {});
-  // hidden [..., dim] -> logits [..., vocab] (the tied embedding matrix or `output`).
+  // hidden [..., dim] -> logits [..., vocab] (the tied embedding matrix or `output`; soft-capped when
+  // the model caps its logits).
   torch::Tensor output_projection(const torch::Tensor& hidden);
 
   // Pieces of forward_hidden for callers that drive the layers themselves.
@@ -96,6 +108,7 @@ class TransformerDecoderImpl : public torch::nn::Module {
   ModelArgs args_;
   std::vector<TransformerSelfAttentionLayer> layers_;
   RotaryTables rope_;
+  std::optional<RotaryTables> local_rope_;  // sliding layers' own rotary (Gemma 3)
   LayerWrapper layer_wrapper_;
   int64_t cache_len_ = 0;
   int64_t cache_pos_ = 0;
@@ -109,11 +122,13 @@ TransformerDecoder build_decoder(const ModelArgs& args, const LinearFactory& fac
 int64_t count_parameters(const torch::nn::Module& module, bool trainable_only = false);
 
 // True for the parameters a full checkpoint holds (tok_embeddings.weight, layers.N.attn.q_proj.weight,
-// ..., norm.scale, output.weight; a leading `_orig_mod.` is ignored), false for adapters and the like.
+// biases, q/k norms, ..., norm.scale, output.weight; a leading `_orig_mod.` is ignored), false for
+// adapters and the like.
 bool is_base_parameter(const std::string& name);
 
-// Seeded random initialization of the base parameters, as Hugging Face initializes Llama: weights
-// ~ N(0, std^2), norm scales 1. Deterministic for a seed (own generator; no global RNG state touched).
+// Seeded random initialization of the base parameters, as Hugging Face initializes its models: weights
+// ~ N(0, std^2), biases 0, norm scales 1 (0 for Gemma's (1 + w) norms). Deterministic for a seed (own
+// generator; no global RNG state touched).
 void init_weights(torch::nn::Module& model, uint64_t seed, double std = 0.02);
 
 }  // namespace tb::models

@@ -89,20 +89,37 @@ std::optional<std::pair<int64_t, int64_t>> projection_dims(const std::string& mo
   if (!std::regex_match(module, m, layer_site) || std::stoll(m[1].str()) >= a.num_layers) return std::nullopt;
   const int64_t dim = a.embed_dim, hd = a.head_dim(), q_dim = a.num_heads * hd, kv_dim = a.num_kv_heads * hd;
   const std::string site = m[3].str();
+  if (a.fused_qkv != (site == "qkv_proj") && (site == "qkv_proj" || site == "q_proj" || site == "k_proj" ||
+                                               site == "v_proj"))
+    return std::nullopt;
+  if (a.fused_gate_up != (site == "gate_up_proj") && (site == "gate_up_proj" || site == "w1" || site == "w3"))
+    return std::nullopt;
   if (site == "q_proj") return std::make_pair(dim, q_dim);
   if (site == "k_proj" || site == "v_proj") return std::make_pair(dim, kv_dim);
+  if (site == "qkv_proj") return std::make_pair(dim, q_dim + 2 * kv_dim);
   if (site == "output_proj") return std::make_pair(q_dim, dim);
   if (site == "w1" || site == "w3") return std::make_pair(dim, a.intermediate_dim);
+  if (site == "gate_up_proj") return std::make_pair(dim, 2 * a.intermediate_dim);
   if (site == "w2") return std::make_pair(a.intermediate_dim, dim);
   return std::nullopt;
 }
 
-// Heads whose rotary layout differs between us and Hugging Face (q and k only); 0 for other modules.
-int64_t rotary_heads(const std::string& module, const models::ModelArgs& a) {
+// lora_b of `module` between the rotary layouts: its rows follow the base weight's (q and k heads,
+// and the q and k blocks of a fused qkv_proj); other modules' come back as they are.
+torch::Tensor lora_b_layout(const std::string& module, const torch::Tensor& b, const models::ModelArgs& a,
+                            bool to_interleaved) {
   const std::string site = last_segment(module);
-  if (site == "q_proj") return a.num_heads;
-  if (site == "k_proj") return a.num_kv_heads;
-  return 0;
+  const int64_t hd = a.head_dim(), rd = a.rotary_dim(), H = a.num_heads, KV = a.num_kv_heads;
+  auto rows = [&](const torch::Tensor& block, int64_t heads) {
+    return to_interleaved ? checkpoint::permute_hf_to_interleaved(block, heads, rd)
+                          : checkpoint::permute_interleaved_to_hf(block, heads, rd);
+  };
+  if (site == "q_proj") return rows(b, H);
+  if (site == "k_proj") return rows(b, KV);
+  if (site == "qkv_proj")
+    return torch::cat({rows(b.narrow(0, 0, H * hd), H), rows(b.narrow(0, H * hd, KV * hd), KV),
+                       b.narrow(0, (H + KV) * hd, KV * hd)});
+  return b;
 }
 
 [[noreturn]] void fail(const std::string& source, const std::string& message) {
@@ -170,8 +187,9 @@ AdapterPairs pairs_from_ours(const StateDict& ours, const std::string& source) {
 
 // Hugging Face module names in the order PEFT users see them listed.
 const std::vector<std::string>& hf_target_order() {
-  static const std::vector<std::string> order = {"q_proj",    "k_proj",    "v_proj",  "o_proj",
-                                                 "gate_proj", "down_proj", "up_proj", "lm_head"};
+  static const std::vector<std::string> order = {"q_proj",    "k_proj",       "v_proj",    "qkv_proj",
+                                                 "o_proj",    "gate_proj",    "down_proj", "up_proj",
+                                                 "gate_up_proj", "lm_head"};
   return order;
 }
 
@@ -217,9 +235,9 @@ bool is_targeted_adapter_key(const std::string& name, const LoraSettings& t) {
   const auto key = parse_our_key(name);
   if (!key) return false;
   const std::string site = last_segment(key->module);
-  if (site == "q_proj" || site == "k_proj" || site == "v_proj" || site == "output_proj")
-    return std::find(t.lora_attn_modules.begin(), t.lora_attn_modules.end(), site) != t.lora_attn_modules.end();
-  if (site == "w1" || site == "w2" || site == "w3") return t.apply_lora_to_mlp;
+  if (site == "q_proj" || site == "k_proj" || site == "v_proj" || site == "output_proj" || site == "qkv_proj")
+    return lora_targets(t, models::ProjectionSite{site});
+  if (site == "w1" || site == "w2" || site == "w3" || site == "gate_up_proj") return t.apply_lora_to_mlp;
   if (key->module == "output") return t.apply_lora_to_output;
   return false;
 }
@@ -272,10 +290,8 @@ StateDict adapter_to_peft(const StateDict& ours, const models::ModelArgs& args) 
   check_against_model(pairs, args, "");
   StateDict out;
   for (const auto& [module, p] : pairs) {
-    const int64_t heads = rotary_heads(module, args);
     out[*tune_to_peft_name(our_key({module, true}))] = p.a->tensor;
-    out[*tune_to_peft_name(our_key({module, false}))] =
-        heads ? checkpoint::permute_interleaved_to_hf(p.b->tensor, heads) : p.b->tensor;
+    out[*tune_to_peft_name(our_key({module, false}))] = lora_b_layout(module, p.b->tensor, args, false);
   }
   return out;
 }
@@ -284,15 +300,14 @@ StateDict adapter_from_peft(const StateDict& peft, const models::ModelArgs& args
   AdapterPairs pairs;
   for (const auto& [name, t] : peft) {
     const auto ours = peft_to_tune_name(name);
-    if (!ours) fail(source, "'" + name + "' is not a LoRA adapter of a Llama-family projection");
+    if (!ours) fail(source, "'" + name + "' is not a LoRA adapter of a projection this decoder has");
     add_half(pairs, *parse_our_key(*ours), name, t, source);
   }
   check_against_model(pairs, args, source);
   StateDict out;
   for (const auto& [module, p] : pairs) {
-    const int64_t heads = rotary_heads(module, args);
     out[our_key({module, true})] = p.a->tensor;
-    out[our_key({module, false})] = heads ? checkpoint::permute_hf_to_interleaved(p.b->tensor, heads) : p.b->tensor;
+    out[our_key({module, false})] = lora_b_layout(module, p.b->tensor, args, true);
   }
   return out;
 }

@@ -18,8 +18,14 @@ void validate_lora_settings(const LoraSettings& s) {
 
 bool lora_targets(const LoraSettings& s, const models::ProjectionSite& site) {
   if (site.name == "output") return s.apply_lora_to_output;
-  if (site.name == "w1" || site.name == "w2" || site.name == "w3") return s.apply_lora_to_mlp;
-  return std::find(s.lora_attn_modules.begin(), s.lora_attn_modules.end(), site.name) != s.lora_attn_modules.end();
+  if (site.name == "w1" || site.name == "w2" || site.name == "w3" || site.name == "gate_up_proj")
+    return s.apply_lora_to_mlp;
+  const auto targeted = [&](const char* name) {
+    return std::find(s.lora_attn_modules.begin(), s.lora_attn_modules.end(), name) != s.lora_attn_modules.end();
+  };
+  // Phi-3's fused projection adapts as one module (as PEFT adapts it) when any of q, k, v is targeted.
+  if (site.name == "qkv_proj") return targeted("q_proj") || targeted("k_proj") || targeted("v_proj");
+  return targeted(site.name.c_str());
 }
 
 models::TransformerDecoder build_lora_decoder(const models::ModelArgs& args, const LoraSettings& settings) {
@@ -34,7 +40,7 @@ models::TransformerDecoder build_lora_decoder(const models::ModelArgs& args, con
   const models::LinearFactory factory = [&settings](const models::ProjectionSite& site) {
     if (!lora_targets(settings, site)) return models::make_plain_linear(site);
     return torch::nn::AnyModule(LoRALinear(site.in_features, site.out_features, settings.lora_rank, settings.lora_alpha,
-                                           settings.lora_dropout));
+                                           settings.lora_dropout, site.bias));
   };
   models::TransformerDecoder model = models::build_decoder(args, factory);
   // The base weights are stored in NF4 once the checkpoint is in them (peft::quantize_lora_bases);

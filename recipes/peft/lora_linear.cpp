@@ -26,7 +26,8 @@ torch::nn::Linear bias_free_linear(int64_t in, int64_t out) {
 
 }  // namespace
 
-LoRALinearImpl::LoRALinearImpl(int64_t in_dim, int64_t out_dim, int64_t rank, double alpha, double dropout_p)
+LoRALinearImpl::LoRALinearImpl(int64_t in_dim, int64_t out_dim, int64_t rank, double alpha, double dropout_p,
+                               bool bias_)
     : in_dim_(checked_positive(in_dim, "in_dim")),
       out_dim_(checked_positive(out_dim, "out_dim")),
       rank_(checked_positive(rank, "rank")),
@@ -37,6 +38,7 @@ LoRALinearImpl::LoRALinearImpl(int64_t in_dim, int64_t out_dim, int64_t rank, do
   auto base = torch::empty({out_dim, in_dim});
   torch::nn::init::kaiming_uniform_(base, std::sqrt(5.0));
   weight = register_parameter("weight", base, /*requires_grad=*/false);
+  if (bias_) bias = register_parameter("bias", torch::zeros({out_dim}), /*requires_grad=*/false);
   lora_a = register_module("lora_a", bias_free_linear(in_dim, rank));
   lora_b = register_module("lora_b", bias_free_linear(rank, out_dim));
   dropout = register_module("dropout", torch::nn::Dropout(dropout_p));
@@ -50,7 +52,8 @@ void LoRALinearImpl::reset_lora_parameters() {
 }
 
 torch::Tensor LoRALinearImpl::forward(const torch::Tensor& x) {
-  const auto base = base_forward ? base_forward(x) : torch::linear(x, weight);
+  const auto base = base_forward ? (bias.defined() ? base_forward(x) + bias : base_forward(x))
+                                 : torch::linear(x, weight, bias);
   // Dropout touches the LoRA input only; with p = 0 the call is skipped, not just a no-op.
   const auto lora_in = dropout_p_ > 0.0 ? dropout->forward(x) : x;
   return base + scale() * lora_b->forward(lora_a->forward(lora_in));

@@ -28,8 +28,10 @@ namespace tb::peft {
 
 class LoRALinearImpl : public torch::nn::Module {
  public:
-  // Throws std::invalid_argument for non-positive dims or rank, or dropout outside [0, 1).
-  LoRALinearImpl(int64_t in_dim, int64_t out_dim, int64_t rank, double alpha, double dropout_p = 0.0);
+  // Throws std::invalid_argument for non-positive dims or rank, or dropout outside [0, 1). `bias`: the
+  // base projection has a frozen bias (Qwen2's q, k, v), added to the base path as PEFT's base layer does.
+  LoRALinearImpl(int64_t in_dim, int64_t out_dim, int64_t rank, double alpha, double dropout_p = 0.0,
+                 bool bias = false);
 
   // x [..., in] -> [..., out]. Plain composed ATen ops: the eager baseline.
   torch::Tensor forward(const torch::Tensor& x);
@@ -47,6 +49,7 @@ class LoRALinearImpl : public torch::nn::Module {
   void pretty_print(std::ostream& stream) const override;
 
   torch::Tensor weight;  // frozen base [out, in]
+  torch::Tensor bias;    // frozen base bias [out], undefined without one
   torch::nn::Linear lora_a{nullptr};
   torch::nn::Linear lora_b{nullptr};
   torch::nn::Dropout dropout{nullptr};

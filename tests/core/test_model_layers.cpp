@@ -60,7 +60,7 @@ class TestModelLayers : public QObject {
     //   i=1: f=1/2, wavelen 12.566, smooth 0.515493 -> 0.484507*0.5/8 + 0.515493*0.5 = 0.288028
     //   i=2: f=1/4, wavelen 25.133, smooth 0.091080 -> 0.908920*0.25/8 + 0.091080*0.25 = 0.051174
     //   i=3: f=1/8, wavelen 50.27     -> 1/64 = 0.015625
-    const auto f = rope_inverse_frequencies(8, 16.0, RopeScaling{8.0, 1.0, 4.0, 32});
+    const auto f = rope_inverse_frequencies(8, 16.0, RopeScaling::llama3(8.0, 1.0, 4.0, 32));
     EXPECT_NEAR(f[0], 1.0, 1e-9);
     EXPECT_NEAR(f[1], 0.2880282, 1e-6);
     EXPECT_NEAR(f[2], 0.0511737, 1e-6);
