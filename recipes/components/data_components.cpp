@@ -109,6 +109,12 @@ void register_tokenizers(config::Registry& registry) {
                                            tokenizer_args("torchtune.models.mistral.MistralChatTemplate"),
                                            "Mistral SentencePiece tokenizer.model"},
                              build_sentencepiece);
+  registry.add<TokenizerPtr>(ComponentSpec{"tokenizer",
+                                           "torchtune.models.gemma.gemma_tokenizer",
+                                           {"gemma_tokenizer"},
+                                           tokenizer_args("null"),
+                                           "Gemma SentencePiece tokenizer.model (its BOS, EOS from the model; pad 0)"},
+                             build_sentencepiece);
 
   auto llama3_args = tokenizer_args("null");
   llama3_args.insert(llama3_args.begin() + 1, arg("special_tokens_path", ArgType::Path,

@@ -22,27 +22,6 @@ using models::ModelArgs;
 using models::TransformerDecoder;
 using peft::LoraSettings;
 
-struct Preset {
-  const char* canonical_prefix;  // e.g. torchtune.models.llama2.
-  const char* name;              // e.g. llama2_7b
-  const char* help;
-};
-
-const std::vector<Preset>& presets() {
-  static const std::vector<Preset> all = {
-      {"torchtune.models.llama2.", "llama2_7b", "Llama 2 7B"},
-      {"torchtune.models.llama2.", "llama2_13b", "Llama 2 13B"},
-      {"torchtune.models.llama3_2.", "llama3_2_1b", "Llama 3.2 1B (tied embeddings, rope scaling 32)"},
-      {"torchtune.models.llama3_1.", "llama3_1_8b", "Llama 3.1 8B (rope scaling 8)"},
-      {"torchtune.models.mistral.", "mistral_7b", "Mistral 7B (full attention, no sliding window)"},
-      {"tunebench.models.", "llama2_stories15m", "llama2.c stories15M: dim 288, 6 layers, 6 heads, tied embeddings"},
-      {"tunebench.models.", "llama2_stories110m",
-       "llama2.c stories110M: dim 768, 12 layers, 12 heads, tied embeddings"},
-      {"tunebench.models.", "llama_tiny_test", "tiny test model: dim 64, 2 layers, 4 heads, 2 kv heads, vocab 512"},
-  };
-  return all;
-}
-
 std::vector<ArgSpec> lora_arg_specs(bool quantize_default) {
   return {
       arg("lora_attn_modules", ArgType::StringList,
@@ -124,9 +103,9 @@ ComponentSpec model_spec(const std::string& canonical, const std::string& alias,
 }  // namespace
 
 void register_models(config::Registry& registry) {
-  for (const auto& p : presets()) {
-    const std::string name = p.name, prefix = p.canonical_prefix;
-    const ModelArgs args = *models::preset_args(name);
+  for (const auto& p : models::presets()) {
+    const std::string name = p.name, prefix = p.component_namespace;
+    const ModelArgs args = p.args();
     registry.add<TransformerDecoder>(model_spec(prefix + name, name, {}, p.help),
                                      [args](const Args&) { return models::build_decoder(args); });
     for (const bool q : {false, true}) {

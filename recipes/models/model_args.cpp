@@ -217,22 +217,143 @@ ModelArgs llama2_stories110m_args() {
 }
 ModelArgs llama_tiny_test_args() { return make(512, 2, 4, 2, 64, 256, 128); }
 
+namespace {
+
+// Family shapes: each the Llama defaults plus what the family's published config sets.
+ModelArgs qwen2_like(int64_t vocab, int64_t layers, int64_t heads, int64_t kv, int64_t dim, int64_t hidden,
+                     int64_t max_seq, bool tied, double eps = 1e-6) {
+  ModelArgs a = make(vocab, layers, heads, kv, dim, max_seq, hidden, 1000000.0);
+  a.family = Family::qwen2;
+  a.attention_bias = true;
+  a.tie_word_embeddings = tied;
+  a.norm_eps = eps;
+  return a;
+}
+
+ModelArgs qwen3_like(int64_t layers, int64_t heads, int64_t dim, int64_t hidden, int64_t max_seq, bool tied) {
+  ModelArgs a = make(151936, layers, heads, 8, dim, max_seq, hidden, 1000000.0);
+  a.family = Family::qwen3;
+  a.explicit_head_dim = 128;
+  a.qk_norm = true;
+  a.tie_word_embeddings = tied;
+  a.norm_eps = 1e-6;
+  return a;
+}
+
+ModelArgs gemma_like(Family family, int64_t vocab, int64_t layers, int64_t heads, int64_t kv, int64_t head_dim,
+                     int64_t dim, int64_t hidden, int64_t max_seq) {
+  ModelArgs a = make(vocab, layers, heads, kv, dim, max_seq, hidden);
+  a.family = family;
+  a.explicit_head_dim = head_dim;
+  a.norm_eps = 1e-6;
+  a.norm_offset = a.scale_embeddings = true;
+  a.activation = Activation::gelu_tanh;
+  a.tie_word_embeddings = true;
+  if (family == Family::gemma) return a;
+  a.sandwich_norms = true;
+  a.query_pre_attn_scalar = double(head_dim);
+  if (family == Family::gemma2) {  // even layers slide over 4096 tokens; tanh caps 50 and 30
+    a.attn_softcap = 50.0;
+    a.final_softcap = 30.0;
+    a.sliding_window = 4096;
+    for (int64_t i = 0; i < layers; ++i) a.sliding_layers.push_back(i % 2 == 0);
+    return a;
+  }
+  // Gemma 3: five sliding layers (window 512, rotary base 10k) to a full one (base 1M); q/k norms.
+  a.qk_norm = true;
+  a.rope_base = 1000000.0;
+  a.rope_local_base = 10000.0;
+  a.sliding_window = 512;
+  for (int64_t i = 0; i < layers; ++i) a.sliding_layers.push_back((i + 1) % 6 != 0);
+  return a;
+}
+
+ModelArgs phi3_like(int64_t vocab, int64_t layers, int64_t heads, int64_t kv, int64_t dim, int64_t hidden,
+                    int64_t max_seq, double rope_base, bool tied, double partial_rotary) {
+  ModelArgs a = make(vocab, layers, heads, kv, dim, max_seq, hidden, rope_base);
+  a.family = Family::phi3;
+  a.fused_qkv = a.fused_gate_up = true;
+  a.tie_word_embeddings = tied;
+  a.partial_rotary_factor = partial_rotary;
+  return a;
+}
+
+ModelArgs smollm2(int64_t layers, int64_t heads, int64_t kv, int64_t dim, int64_t hidden, double rope_base) {
+  ModelArgs a = make(49152, layers, heads, kv, dim, 8192, hidden, rope_base);
+  a.tie_word_embeddings = true;
+  return a;
+}
+
+}  // namespace
+
+// The torchtune builders' published shapes (and a few the Hub has that torchtune never built).
+const std::vector<Preset>& presets() {
+  static const std::vector<Preset> all = {
+      {"llama2_7b", "torchtune.models.llama2.", "Llama 2 7B", llama2_7b_args},
+      {"llama2_13b", "torchtune.models.llama2.", "Llama 2 13B", llama2_13b_args},
+      {"llama3_2_1b", "torchtune.models.llama3_2.", "Llama 3.2 1B (tied embeddings, rope scaling 32)", llama3_2_1b_args},
+      {"llama3_2_3b", "torchtune.models.llama3_2.", "Llama 3.2 3B (tied embeddings, rope scaling 32)",
+       [] {
+         ModelArgs a = llama3_2_1b_args();
+         a.num_layers = 28, a.num_heads = 24, a.embed_dim = 3072;
+         return a;
+       }},
+      {"llama3_1_8b", "torchtune.models.llama3_1.", "Llama 3.1 8B (rope scaling 8)", llama3_1_8b_args},
+      {"mistral_7b", "torchtune.models.mistral.", "Mistral 7B (full attention, no sliding window)", mistral_7b_args},
+      {"qwen2_0_5b", "torchtune.models.qwen2.", "Qwen2 0.5B", [] { return qwen2_like(151936, 24, 14, 2, 896, 4864, 32768, true); }},
+      {"qwen2_1_5b", "torchtune.models.qwen2.", "Qwen2 1.5B", [] { return qwen2_like(151936, 28, 12, 2, 1536, 8960, 32768, true); }},
+      {"qwen2_7b", "torchtune.models.qwen2.", "Qwen2 7B", [] { return qwen2_like(152064, 28, 28, 4, 3584, 18944, 32768, false); }},
+      {"qwen2_5_0_5b", "torchtune.models.qwen2_5.", "Qwen2.5 0.5B", [] { return qwen2_like(151936, 24, 14, 2, 896, 4864, 32768, true); }},
+      {"qwen2_5_1_5b_base", "torchtune.models.qwen2_5.", "Qwen2.5 1.5B base", [] { return qwen2_like(151936, 28, 12, 2, 1536, 8960, 131072, true); }},
+      {"qwen2_5_1_5b_instruct", "torchtune.models.qwen2_5.", "Qwen2.5 1.5B instruct", [] { return qwen2_like(151936, 28, 12, 2, 1536, 8960, 32768, true); }},
+      {"qwen2_5_3b", "torchtune.models.qwen2_5.", "Qwen2.5 3B", [] { return qwen2_like(151936, 36, 16, 2, 2048, 11008, 32768, true); }},
+      {"qwen2_5_7b_base", "torchtune.models.qwen2_5.", "Qwen2.5 7B base", [] { return qwen2_like(152064, 28, 28, 4, 3584, 18944, 131072, false); }},
+      {"qwen2_5_7b_instruct", "torchtune.models.qwen2_5.", "Qwen2.5 7B instruct", [] { return qwen2_like(152064, 28, 28, 4, 3584, 18944, 32768, false); }},
+      {"qwen3_0_6b_base", "torchtune.models.qwen3.", "Qwen3 0.6B base", [] { return qwen3_like(28, 16, 1024, 3072, 32768, true); }},
+      {"qwen3_0_6b_instruct", "torchtune.models.qwen3.", "Qwen3 0.6B", [] { return qwen3_like(28, 16, 1024, 3072, 40960, true); }},
+      {"qwen3_1_7b_base", "torchtune.models.qwen3.", "Qwen3 1.7B base", [] { return qwen3_like(28, 16, 2048, 6144, 32768, true); }},
+      {"qwen3_1_7b_instruct", "torchtune.models.qwen3.", "Qwen3 1.7B", [] { return qwen3_like(28, 16, 2048, 6144, 40960, true); }},
+      {"qwen3_4b_base", "torchtune.models.qwen3.", "Qwen3 4B base", [] { return qwen3_like(36, 32, 2560, 9728, 32768, true); }},
+      {"qwen3_4b_instruct", "torchtune.models.qwen3.", "Qwen3 4B", [] { return qwen3_like(36, 32, 2560, 9728, 40960, true); }},
+      {"qwen3_8b_base", "torchtune.models.qwen3.", "Qwen3 8B base", [] { return qwen3_like(36, 32, 4096, 12288, 32768, false); }},
+      {"qwen3_8b_instruct", "torchtune.models.qwen3.", "Qwen3 8B", [] { return qwen3_like(36, 32, 4096, 12288, 40960, false); }},
+      {"gemma_2b", "torchtune.models.gemma.", "Gemma 2B", [] { return gemma_like(Family::gemma, 256000, 18, 8, 1, 256, 2048, 16384, 8192); }},
+      {"gemma_7b", "torchtune.models.gemma.", "Gemma 7B", [] { return gemma_like(Family::gemma, 256000, 28, 16, 16, 256, 3072, 24576, 8192); }},
+      {"gemma2_2b", "torchtune.models.gemma2.", "Gemma 2 2B", [] { return gemma_like(Family::gemma2, 256000, 26, 8, 4, 256, 2304, 9216, 8192); }},
+      {"gemma2_9b", "torchtune.models.gemma2.", "Gemma 2 9B", [] { return gemma_like(Family::gemma2, 256000, 42, 16, 8, 256, 3584, 14336, 8192); }},
+      {"gemma3_270m", "tunebench.models.gemma3.", "Gemma 3 270M (text)", [] { return gemma_like(Family::gemma3, 262144, 18, 4, 1, 256, 640, 2048, 32768); }},
+      {"gemma3_1b", "tunebench.models.gemma3.", "Gemma 3 1B (text)", [] { return gemma_like(Family::gemma3, 262144, 26, 4, 1, 256, 1152, 6912, 32768); }},
+      {"phi3_mini", "torchtune.models.phi3.", "Phi-3-mini 4k (sliding window 2047)",
+       [] {
+         ModelArgs a = phi3_like(32064, 32, 32, 32, 3072, 8192, 4096, 10000.0, false, 1.0);
+         a.sliding_window = 2047;
+         return a;
+       }},
+      {"phi4_14b", "torchtune.models.phi4.", "Phi-4 14B", [] { return phi3_like(100352, 40, 40, 10, 5120, 17920, 16384, 250000.0, false, 1.0); }},
+      {"phi4_mini", "tunebench.models.phi4.", "Phi-4-mini (partial rotary 0.75; without longrope: 4096 tokens)",
+       [] { return phi3_like(200064, 32, 24, 8, 3072, 8192, 4096, 10000.0, true, 0.75); }},
+      {"smollm2_135m", "tunebench.models.smollm2.", "SmolLM2 135M (Llama architecture, tied)", [] { return smollm2(30, 9, 3, 576, 1536, 100000.0); }},
+      {"smollm2_360m", "tunebench.models.smollm2.", "SmolLM2 360M (Llama architecture, tied)", [] { return smollm2(32, 15, 5, 960, 2560, 100000.0); }},
+      {"smollm2_1_7b", "tunebench.models.smollm2.", "SmolLM2 1.7B (Llama architecture, tied)", [] { return smollm2(24, 32, 32, 2048, 8192, 130000.0); }},
+      {"llama2_stories15m", "tunebench.models.", "llama2.c stories15M: dim 288, 6 layers, 6 heads, tied embeddings", llama2_stories15m_args},
+      {"llama2_stories110m", "tunebench.models.", "llama2.c stories110M: dim 768, 12 layers, 12 heads, tied embeddings", llama2_stories110m_args},
+      {"llama_tiny_test", "tunebench.models.", "tiny test model: dim 64, 2 layers, 4 heads, 2 kv heads, vocab 512", llama_tiny_test_args},
+  };
+  return all;
+}
+
 const std::vector<std::string>& preset_names() {
-  static const std::vector<std::string> names = {"llama2_7b",         "llama2_13b",         "llama3_2_1b",
-                                                 "llama3_1_8b",       "mistral_7b",         "llama2_stories15m",
-                                                 "llama2_stories110m", "llama_tiny_test"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const auto& p : presets()) n.push_back(p.name);
+    return n;
+  }();
   return names;
 }
 
 std::optional<ModelArgs> preset_args(const std::string& n) {
-  if (n == "llama2_7b") return llama2_7b_args();
-  if (n == "llama2_13b") return llama2_13b_args();
-  if (n == "llama3_2_1b") return llama3_2_1b_args();
-  if (n == "llama3_1_8b") return llama3_1_8b_args();
-  if (n == "mistral_7b") return mistral_7b_args();
-  if (n == "llama2_stories15m") return llama2_stories15m_args();
-  if (n == "llama2_stories110m") return llama2_stories110m_args();
-  if (n == "llama_tiny_test") return llama_tiny_test_args();
+  for (const auto& p : presets())
+    if (n == p.name) return p.args();
   return std::nullopt;
 }
 

@@ -93,6 +93,16 @@ ModelArgs llama2_stories15m_args();
 ModelArgs llama2_stories110m_args();
 ModelArgs llama_tiny_test_args();
 
+// A named architecture: torchtune's builder names (qwen3_0_6b_base, gemma2_2b, phi3_mini, ...) and a few
+// of ours (gemma3_1b, phi4_mini, smollm2_135m, the llama2.c stories models, llama_tiny_test).
+struct Preset {
+  const char* name;                 // the short name, also the component alias
+  const char* component_namespace;  // e.g. "torchtune.models.qwen3." (the canonical component name's prefix)
+  const char* help;
+  ModelArgs (*args)();
+};
+const std::vector<Preset>& presets();
+
 // Preset by short name (llama2_7b, ..., llama_tiny_test); nullopt when unknown.
 std::optional<ModelArgs> preset_args(const std::string& short_name);
 const std::vector<std::string>& preset_names();

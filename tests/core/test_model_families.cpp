@@ -17,6 +17,8 @@
 #include "checkpoint/hf_config.h"
 #include "checkpoint/hf_convert.h"
 #include "checkpoint/safetensors.h"
+#include "components/builtin.h"
+#include "config/registry.h"
 #include "compile/compiled_decoder.h"
 #include "models/compiled_names.h"
 #include "models/loss.h"
@@ -147,6 +149,47 @@ class TestModelFamilies : public QObject {
       const auto back = model_args_from_hf_config(written, "generated");
       const auto diff = back.differences(args);
       QVERIFY2(diff.empty(), (std::string(v) + ": " + (diff.empty() ? "" : diff[0])).c_str());
+    }
+  }
+
+  // torchtune's builder names (and ours for Gemma 3, Phi-4-mini, SmolLM2) build the published shapes: the
+  // parameter counts their model cards give, and LoRA / QLoRA variants of each.
+  void presetsHaveThePublishedParameterCounts_data() {
+    QTest::addColumn<QString>("component");
+    QTest::addColumn<qint64>("parameters");
+    QTest::newRow("Qwen2.5 0.5B") << "torchtune.models.qwen2_5.qwen2_5_0_5b" << qint64(494032768);
+    QTest::newRow("Qwen2.5 1.5B") << "torchtune.models.qwen2_5.qwen2_5_1_5b_instruct" << qint64(1543714304);
+    QTest::newRow("Qwen2.5 3B") << "torchtune.models.qwen2_5.qwen2_5_3b" << qint64(3085938688);
+    QTest::newRow("Qwen2 7B") << "torchtune.models.qwen2.qwen2_7b" << qint64(7615616512);
+    QTest::newRow("Qwen3 0.6B") << "torchtune.models.qwen3.qwen3_0_6b_base" << qint64(596049920);
+    QTest::newRow("Qwen3 1.7B") << "torchtune.models.qwen3.qwen3_1_7b_instruct" << qint64(1720574976);
+    QTest::newRow("Qwen3 8B") << "torchtune.models.qwen3.qwen3_8b_base" << qint64(8190735360);
+    QTest::newRow("Gemma 2B") << "torchtune.models.gemma.gemma_2b" << qint64(2506172416);
+    QTest::newRow("Gemma 2 2B") << "torchtune.models.gemma2.gemma2_2b" << qint64(2614341888);
+    QTest::newRow("Gemma 2 9B") << "torchtune.models.gemma2.gemma2_9b" << qint64(9241705984);
+    QTest::newRow("Gemma 3 270M") << "tunebench.models.gemma3.gemma3_270m" << qint64(268098176);
+    QTest::newRow("Gemma 3 1B") << "tunebench.models.gemma3.gemma3_1b" << qint64(999885952);
+    QTest::newRow("Phi-3-mini") << "torchtune.models.phi3.phi3_mini" << qint64(3821079552);
+    QTest::newRow("Phi-4") << "torchtune.models.phi4.phi4_14b" << qint64(14659507200);
+    QTest::newRow("Phi-4-mini") << "tunebench.models.phi4.phi4_mini" << qint64(3836021760);
+    QTest::newRow("SmolLM2 135M") << "tunebench.models.smollm2.smollm2_135m" << qint64(134515008);
+    QTest::newRow("SmolLM2 1.7B") << "tunebench.models.smollm2.smollm2_1_7b" << qint64(1711376384);
+    QTest::newRow("Llama 3.2 3B") << "torchtune.models.llama3_2.llama3_2_3b" << qint64(3212749824);
+  }
+  void presetsHaveThePublishedParameterCounts() {
+    QFETCH(QString, component);
+    QFETCH(qint64, parameters);
+    const auto& registry = components::builtin();
+    const std::string name = component.toStdString();
+    const auto* spec = registry.find(name);
+    QVERIFY2(spec, name.c_str());
+    const std::string leaf = name.substr(name.rfind('.') + 1);
+    const auto args = models::preset_args(leaf);
+    QVERIFY(args.has_value());
+    QCOMPARE(qint64(args->parameter_count()), parameters);
+    for (const char* variant : {"lora_", "qlora_"}) {
+      const std::string lora = name.substr(0, name.rfind('.') + 1) + variant + leaf;
+      QVERIFY2(registry.find(lora), lora.c_str());
     }
   }
 
