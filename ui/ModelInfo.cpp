@@ -10,22 +10,44 @@ struct Linear {
   int64_t in, out;
 };
 
-// The linears of one decoder layer, by torchtune's module names.
+// The linears of one decoder layer, by torchtune's module names (Phi-3's fused ones as one module each).
 std::vector<Linear> layerLinears(const tb::models::ModelArgs& a) {
-  const int64_t kv = a.num_kv_heads * a.head_dim();
-  return {{"q_proj", a.embed_dim, a.num_heads * a.head_dim()},
-          {"k_proj", a.embed_dim, kv},
-          {"v_proj", a.embed_dim, kv},
-          {"output_proj", a.num_heads * a.head_dim(), a.embed_dim},
-          {"w1", a.embed_dim, a.intermediate_dim},
-          {"w2", a.intermediate_dim, a.embed_dim},
-          {"w3", a.embed_dim, a.intermediate_dim}};
+  const int64_t q = a.num_heads * a.head_dim(), kv = a.num_kv_heads * a.head_dim();
+  std::vector<Linear> out;
+  if (a.fused_qkv)
+    out.push_back({"qkv_proj", a.embed_dim, q + 2 * kv});
+  else
+    out.insert(out.end(), {{"q_proj", a.embed_dim, q}, {"k_proj", a.embed_dim, kv}, {"v_proj", a.embed_dim, kv}});
+  out.push_back({"output_proj", q, a.embed_dim});
+  if (a.fused_gate_up)
+    out.push_back({"gate_up_proj", a.embed_dim, 2 * a.intermediate_dim});
+  else
+    out.insert(out.end(), {{"w1", a.embed_dim, a.intermediate_dim}, {"w3", a.embed_dim, a.intermediate_dim}});
+  out.push_back({"w2", a.intermediate_dim, a.embed_dim});
+  return out;
 }
 
 bool targeted(const Linear& l, const LoraTargets& t) {
   const QString name = l.name;
-  if (name.startsWith('w')) return t.mlp;
+  if (name.startsWith('w') || name == "gate_up_proj") return t.mlp;
+  // A fused qkv_proj adapts as one module when any of q, k, v is targeted (as the builders do).
+  if (name == "qkv_proj")
+    return t.attnModules.contains("q_proj") || t.attnModules.contains("k_proj") || t.attnModules.contains("v_proj");
   return t.attnModules.contains(name);
+}
+
+QString familyLabel(tb::models::Family f) {
+  switch (f) {
+    case tb::models::Family::llama: return "Llama";
+    case tb::models::Family::mistral: return "Mistral";
+    case tb::models::Family::qwen2: return "Qwen2";
+    case tb::models::Family::qwen3: return "Qwen3";
+    case tb::models::Family::gemma: return "Gemma";
+    case tb::models::Family::gemma2: return "Gemma 2";
+    case tb::models::Family::gemma3: return "Gemma 3";
+    case tb::models::Family::phi3: return "Phi-3/4";
+  }
+  return "?";
 }
 
 double bytesPerElement(const QString& dtype) { return dtype == "bf16" ? 2.0 : 4.0; }
@@ -73,6 +95,27 @@ MemoryEstimate estimateMemory(const tb::models::ModelArgs& a, RecipeKind kind, c
   const double attention = double(e.batchSize) * double(a.num_heads) * double(e.seqLen) * double(e.seqLen);
   e.activationBytes = double(a.num_layers) * (tokens * perToken + attention) * b + tokens * double(a.vocab_size) * 4.0 * 2.0;
   return e;
+}
+
+QString describeArchitecture(const tb::models::ModelArgs& a) {
+  QStringList parts;
+  parts << familyLabel(a.family)
+        << QString("dim %1 · %2 layers · %3 heads (%4 kv)").arg(a.embed_dim).arg(a.num_layers).arg(a.num_heads).arg(a.num_kv_heads);
+  if (a.explicit_head_dim > 0) parts << QString("head_dim %1").arg(a.head_dim());
+  parts << QString("MLP %1").arg(a.intermediate_dim) << QString("vocab %1").arg(a.vocab_size);
+  if (a.tie_word_embeddings) parts << "tied embeddings";
+  if (a.sliding_window > 0) {
+    int64_t sliding = 0;
+    for (int64_t i = 0; i < a.num_layers; ++i) sliding += a.layer_slides(i) ? 1 : 0;
+    parts << QString("sliding window %1 on %2 of %3 layers").arg(a.sliding_window).arg(sliding).arg(a.num_layers);
+  }
+  if (a.attention_bias) parts << "q/k/v biases";
+  if (a.qk_norm) parts << "q/k norms";
+  if (a.attn_softcap > 0 || a.final_softcap > 0) parts << "soft-capping";
+  if (a.rotary_dim() < a.head_dim()) parts << QString("rotary on %1 of %2 head dims").arg(a.rotary_dim()).arg(a.head_dim());
+  if (a.rope_scaling && a.rope_scaling->type == tb::models::RopeType::longrope)
+    parts << QString("longrope (short factors: %1 tokens at most)").arg(a.max_seq_len);
+  return parts.join(" · ");
 }
 
 QString formatBytes(double bytes) {

@@ -56,6 +56,10 @@ LoraTargets loraTargetsOf(const ConfigDocument& doc);
 // the model's max_seq_len.
 int64_t seqLenOf(const ConfigDocument& doc, const tb::models::ModelArgs& args);
 
+// One line about an architecture: its family, shape, and what the family does besides a Llama
+// ("Gemma 3 · dim 1152 · 26 layers · ... · sliding window 512 on 22 of 26 layers · q/k norms").
+QString describeArchitecture(const tb::models::ModelArgs& args);
+
 QString formatBytes(double bytes);       // "1.23 GiB", "456 MiB", "789 KiB"
 QString formatCount(int64_t count);      // "6.74 B", "15.2 M", "12.3 K", "512"
 

@@ -400,14 +400,7 @@ void RunSetupPanel::updateModelInfo() {
     memory_->clear();
     return;
   }
-  modelInfo_->setText(QString("dim %1 · %2 layers · %3 heads (%4 kv) · MLP %5 · vocab %6%7")
-                          .arg(args->embed_dim)
-                          .arg(args->num_layers)
-                          .arg(args->num_heads)
-                          .arg(args->num_kv_heads)
-                          .arg(args->intermediate_dim)
-                          .arg(args->vocab_size)
-                          .arg(args->tie_word_embeddings ? " · tied embeddings" : ""));
+  modelInfo_->setText(describeArchitecture(*args));
   bool ok = false;
   int64_t batch = doc_->scalar("batch_size").toLongLong(&ok);
   if (!ok) batch = 1;

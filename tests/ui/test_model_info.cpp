@@ -158,10 +158,55 @@ class TestModelInfo : public QObject {
     QCOMPARE(doc.value("checkpointer.checkpoint_files").size(), size_t(2));
     QCOMPARE(doc.scalar("checkpointer.model_type"), QString("LLAMA2"));
     QCOMPARE(doc.scalar("tokenizer.path"), dir.filePath("tokenizer.model"));
-    QVERIFY2(panel.modelInfoText().contains("dim 4096 · 32 layers"), qPrintable(panel.modelInfoText()));
+    QVERIFY2(panel.modelInfoText().startsWith("Llama · dim 4096 · 32 layers"), qPrintable(panel.modelInfoText()));
     QVERIFY2(panel.memoryText().contains("Parameters: 6.74 B"), qPrintable(panel.memoryText()));
     // LoRA rank 4 on q, v of 32 layers: 32 * 4 * (4096+4096) * 2 = 2,097,152 adapters.
     QVERIFY2(panel.memoryText().contains("LoRA adapters: 2.1 M"), qPrintable(panel.memoryText()));
+  }
+
+  // Each family's folder is recognised: its name, shape and features, the memory estimate (Phi-3's fused
+  // projections adapted as one module each, as the LoRA builders adapt them); a refusal says why.
+  void openModelFolderRecognisesTheFamily() {
+    QTemporaryDir dir;
+    writeFile(dir.filePath("model.safetensors"), "x");
+    tb::ui::ConfigDocument doc;
+    doc.loadText("model:\n  _component_: tunebench.models.lora_llama2_stories15m\n  lora_rank: 8\n"
+                 "  lora_attn_modules: [q_proj, v_proj]\n  apply_lora_to_mlp: true\ncheckpointer:\n"
+                 "  _component_: FullModelHFCheckpointer\n  checkpoint_dir: null\nbatch_size: 1\n",
+                 {}, {});
+    tb::ui::RunSetupPanel panel(&doc);
+    QString error;
+    // Gemma 3 1B's config.json, abridged to what shapes the model.
+    writeFile(dir.filePath("config.json"), R"({"model_type":"gemma3_text","hidden_size":1152,"intermediate_size":6912,
+      "num_attention_heads":4,"num_key_value_heads":1,"head_dim":256,"num_hidden_layers":26,"vocab_size":262144,
+      "max_position_embeddings":32768,"query_pre_attn_scalar":256,"sliding_window":512,"sliding_window_pattern":6,
+      "rope_theta":1000000.0,"rope_local_base_freq":10000.0,"rms_norm_eps":1e-6,"hidden_activation":"gelu_pytorch_tanh"})");
+    QVERIFY2(panel.openModelFolder(dir.path(), &error), qPrintable(error));
+    QCOMPARE(doc.scalar("checkpointer.model_type"), QString("GEMMA3"));
+    const QString gemma = panel.modelInfoText();
+    QVERIFY2(gemma.startsWith("Gemma 3 · dim 1152 · 26 layers · 4 heads (1 kv) · head_dim 256"), qPrintable(gemma));
+    QVERIFY2(gemma.contains("tied embeddings") && gemma.contains("sliding window 512 on 22 of 26 layers") &&
+                 gemma.contains("q/k norms"),
+             qPrintable(gemma));
+    QVERIFY2(panel.memoryText().contains("Parameters: 1000 M"), qPrintable(panel.memoryText()));  // 999,885,952
+
+    // Phi-3-mini: fused qkv_proj and gate_up_proj.
+    writeFile(dir.filePath("config.json"), R"({"model_type":"phi3","hidden_size":3072,"intermediate_size":8192,
+      "num_attention_heads":32,"num_key_value_heads":32,"num_hidden_layers":32,"vocab_size":32064,
+      "max_position_embeddings":4096,"sliding_window":2047,"rope_theta":10000.0,"rms_norm_eps":1e-5,"hidden_act":"silu",
+      "tie_word_embeddings":false})");
+    QVERIFY2(panel.openModelFolder(dir.path(), &error), qPrintable(error));
+    QCOMPARE(doc.scalar("checkpointer.model_type"), QString("PHI3_MINI"));
+    QVERIFY2(panel.modelInfoText().startsWith("Phi-3/4 · dim 3072"), qPrintable(panel.modelInfoText()));
+    // Rank 8 on q and v (so the whole qkv_proj) and the MLP, per layer: qkv 8*(3072 + 9216) + gate_up
+    // 8*(3072 + 16384) + down 8*(8192 + 3072) = 98304 + 155648 + 90112 = 344064; x 32 layers = 11,010,048.
+    QVERIFY2(panel.memoryText().contains("LoRA adapters: 11.0 M"), qPrintable(panel.memoryText()));
+
+    // A mixture-of-experts folder is refused, naming the field.
+    writeFile(dir.filePath("config.json"), R"({"model_type":"qwen2","hidden_size":64,"intermediate_size":96,
+      "num_attention_heads":4,"num_hidden_layers":2,"vocab_size":256,"num_experts":8})");
+    QVERIFY(!panel.openModelFolder(dir.path(), &error));
+    QVERIFY2(error.contains("num_experts"), qPrintable(error));
   }
 };
 
