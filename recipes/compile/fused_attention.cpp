@@ -432,11 +432,13 @@ torch::Tensor compiled_attention(models::MultiHeadAttentionImpl& attn, const tor
   }
   const double plain_scale = 1.0 / std::sqrt(static_cast<double>(D));
   const double scale = dims.scale > 0 ? dims.scale : plain_scale;
+  // A window at least as long as the sequence hides no key: the layer attends causally.
+  const bool window_bites = dims.sliding && dims.window < T;
   torch::Tensor out;
-  if (dims.softcap == 0 && !dims.sliding && scale == plain_scale) {
+  if (dims.softcap == 0 && !window_bites && scale == plain_scale) {
     out = fused_causal_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), block, backend);
   } else {
-    const auto& blocked = dims.sliding && pos.blocked_sliding.defined() ? pos.blocked_sliding : pos.blocked;
+    const auto& blocked = window_bites && pos.blocked_sliding.defined() ? pos.blocked_sliding : pos.blocked;
     out = models::grouped_query_attention(q.transpose(1, 2), k.transpose(1, 2).contiguous(),
                                           v.transpose(1, 2).contiguous(), blocked, scale, dims.softcap)
               .transpose(1, 2);

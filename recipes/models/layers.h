@@ -91,6 +91,7 @@ struct AttentionDims {
   double scale = 0;       // what q k^T is multiplied by (0: head_dim^-0.5)
   double softcap = 0;     // scores soft-capped before the mask; 0: none
   bool sliding = false;   // this layer attends through the sliding-window mask (and local rotary)
+  int64_t window = 0;     // the sliding window's length (keys a query sees, itself included)
 };
 
 // Multi-head attention with grouped kv heads. The projections are injected (any module whose forward

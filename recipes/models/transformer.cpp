@@ -77,7 +77,14 @@ TransformerDecoderImpl::TransformerDecoderImpl(const ModelArgs& a, const LinearF
     auto site = [&](const char* name, int64_t in, int64_t out, bool bias = false) {
       return checked(factory, {name, i, in, out, bias});
     };
-    AttentionDims dims{dim, a.num_heads, a.num_kv_heads, hd, a.attention_scale(), a.attn_softcap, a.layer_slides(i)};
+    AttentionDims dims{dim,
+                       a.num_heads,
+                       a.num_kv_heads,
+                       hd,
+                       a.attention_scale(),
+                       a.attn_softcap,
+                       a.layer_slides(i),
+                       a.layer_slides(i) ? a.sliding_window : 0};
     // One statement each: the factory sees the projections in a fixed order (argument order is unspecified).
     MultiHeadAttention attn{nullptr};
     if (a.fused_qkv) {
@@ -145,9 +152,10 @@ PositionInfo TransformerDecoderImpl::make_positions(int64_t batch, int64_t seq_l
       std::tie(p.cos, p.sin) = rope_.first(seq_len, device);
       if (local_rope_) std::tie(p.cos_local, p.sin_local) = local_rope_->first(seq_len, device);
     }
-    p.blocked = mask.defined() ? mask.logical_not()
-                               : torch::ones({seq_len, seq_len}, torch::TensorOptions().dtype(torch::kBool).device(device))
-                                     .triu(1);
+    p.blocked =
+        mask.defined()
+            ? mask.logical_not()
+            : torch::ones({seq_len, seq_len}, torch::TensorOptions().dtype(torch::kBool).device(device)).triu(1);
     query_pos = torch::arange(seq_len, i64).unsqueeze(1);
     key_pos = torch::arange(seq_len, i64).unsqueeze(0);
   }
@@ -170,7 +178,8 @@ torch::Tensor TransformerDecoderImpl::forward_hidden(const torch::Tensor& tokens
   auto h = embed(tokens);
   for (int64_t i = 0; i < num_layers(); ++i) {
     if (layer_wrapper_)
-      h = layer_wrapper_(i, [&, i](const torch::Tensor& x) { return forward_layer(i, x, pos); }, h);
+      h = layer_wrapper_(
+          i, [&, i](const torch::Tensor& x) { return forward_layer(i, x, pos); }, h);
     else
       h = forward_layer(i, h, pos);
   }
@@ -241,7 +250,8 @@ void init_weights(torch::nn::Module& model, uint64_t seed, double std) {
     if (!is_base_parameter(item.key())) continue;
     auto& p = item.value();
     const auto ends_with = [&](const std::string& tail) {
-      return item.key().size() >= tail.size() && item.key().compare(item.key().size() - tail.size(), tail.size(), tail) == 0;
+      return item.key().size() >= tail.size() &&
+             item.key().compare(item.key().size() - tail.size(), tail.size(), tail) == 0;
     };
     if (ends_with(".scale") || ends_with(".bias")) {
       p.zero_();  // biases start at 0; norm scales are set below by their kind
