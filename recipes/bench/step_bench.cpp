@@ -100,6 +100,8 @@ nlohmann::json compare_eager_and_compiled(const nlohmann::json& eager, const nlo
           {"compile_cache_hit", warmup.is_object() && warmup.value("cache_hit", false)},
           {"compile_fallback", !warmup.is_object() || warmup.value("fallback", true)},
           {"compile_plan", warmup.is_object() && warmup.contains("plan") ? warmup["plan"] : nlohmann::json()},
+          {"compile_eager_pieces",
+           warmup.is_object() && warmup.contains("eager_pieces") ? warmup["eager_pieces"] : nlohmann::json::array()},
           {"loss_max_rel_diff", max_rel},
           {"compared_steps", std::min(a.size(), b.size())},
           {"eager_peak_memory_gib", eager["peak_memory_gib"]},

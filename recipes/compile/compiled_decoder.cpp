@@ -79,9 +79,7 @@ std::vector<std::string> eager_pieces(const models::ModelArgs& a) {
   if (a.norm_offset) out.push_back("(1 + w) RMSNorm");
   if (a.qk_norm) out.push_back("q/k norms");
   if (a.rotary_dim() < a.head_dim()) out.push_back("partial rotary");
-  const bool custom_scale = a.query_pre_attn_scalar > 0 && a.query_pre_attn_scalar != double(a.head_dim());
-  if (a.attn_softcap > 0 || custom_scale) out.push_back("attention (soft-capping or query_pre_attn_scalar)");
-  if (a.sliding_window > 0) out.push_back("sliding-window attention layers (where the window is shorter than the batch)");
+  if (a.attn_softcap > 0) out.push_back("soft-capped attention");
   if (a.activation != models::Activation::silu) out.push_back("GeGLU");
   if (a.final_softcap > 0) out.push_back("loss of soft-capped logits");
   return out;

@@ -120,6 +120,11 @@ void scale_row(float* x, int64_t n, float factor) {
 // first key, so row r sees keys 0..r + offset of the tile (none when that is negative).
 int64_t visible_keys(int64_t r, int64_t offset, int64_t nk) { return std::clamp<int64_t>(r + offset + 1, 0, nk); }
 
+// The first of those keys with a sliding window (query t sees keys t - window < j <= t; 0: no window).
+int64_t first_visible_key(int64_t r, int64_t offset, int64_t window, int64_t seen) {
+  return window > 0 ? std::clamp<int64_t>(r + offset - window + 1, 0, seen) : 0;
+}
+
 // out[i] = x[i] stored in E (the bf16 copy of a probability or score-gradient row for its products).
 template <typename E>
 TB_MULTIVERSION void store_row(const float* x, E* out, int64_t n) {
@@ -170,10 +175,12 @@ constexpr torch::ScalarType dtype_of() {
 
 struct AttentionShape {
   int64_t B, H, KV, T, D, block;
+  int64_t window = 0;  // a query sees the `window` keys up to itself; 0: all of them
+  double score_scale = 0;  // what q k^T is multiplied by; 0: 1 / sqrt(D)
   int64_t groups() const { return H / KV; }
   int64_t blocks() const { return (T + block - 1) / block; }
   int64_t key_tile() const { return std::max(block, kKeyTile); }
-  float scale() const { return 1.0f / std::sqrt(static_cast<float>(D)); }
+  float scale() const { return score_scale > 0 ? float(score_scale) : 1.0f / std::sqrt(static_cast<float>(D)); }
 };
 
 // out [B, T, H, D] in E and lse [B, H, T] (fp32) from q [B, H, T, D], k/v [B, KV, T, D].
@@ -193,21 +200,25 @@ void attention_forward(const Heads& q, const Heads& k, const Heads& v, E* out, f
       std::fill(m.begin(), m.end(), kNegInf);
       std::fill(l.begin(), l.end(), 0.f);
       const MatrixView o = buffer_view(acc.data(), nq, D, torch::kFloat);
-      // Key tiles up to the causal diagonal; keys past the tile's last query are seen by none.
-      for (int64_t j0 = 0; j0 < visible_end; j0 += kt) {
+      // Key tiles up to the causal diagonal; keys past the tile's last query are seen by none, and with
+      // a sliding window keys before its first query's window neither: those tiles are never computed.
+      const int64_t first_key = a.window > 0 ? std::max<int64_t>(0, i0 - a.window + 1) : 0;
+      for (int64_t j0 = first_key; j0 < visible_end; j0 += kt) {
         const int64_t nk = std::min(kt, visible_end - j0);
         const MatrixView s = buffer_view(scores.data(), nq, nk, torch::kFloat);
         gemm_into(s, q.rows(b, h, i0, nq), k.rows(b, h / G, j0, nk).t(), false, be);
         for (int64_t r = 0; r < nq; ++r) {
           float* row = scores.data() + r * nk;
           const int64_t seen = visible_keys(r, i0 - j0, nk);
-          if (seen > 0) {
-            const float m_new = std::max(m[r], row_max(row, seen) * scale);  // scale > 0
+          const int64_t from = first_visible_key(r, i0 - j0, a.window, seen);
+          if (seen > from) {
+            const float m_new = std::max(m[r], row_max(row + from, seen - from) * scale);  // scale > 0
             const float alpha = m[r] == kNegInf ? 0.f : std::exp(m[r] - m_new);
-            l[r] = l[r] * alpha + exp_and_sum(row, seen, scale, m_new);
+            l[r] = l[r] * alpha + exp_and_sum(row + from, seen - from, scale, m_new);
             m[r] = m_new;
             scale_row(acc.data() + r * D, D, alpha);
           }
+          std::fill(row, row + from, 0.f);
           std::fill(row + seen, row + nk, 0.f);
           if constexpr (kReduced) store_row(row, probs.data() + r * nk, nk);
         }
@@ -244,8 +255,10 @@ void attention_backward(const Heads& q, const Heads& k, const Heads& v, const He
         std::fill(dk_acc.begin(), dk_acc.begin() + nk * D, 0.f);
         std::fill(dv_acc.begin(), dv_acc.begin() + nk * D, 0.f);
         for (int64_t h = kvh * G; h < (kvh + 1) * G; ++h) {
-          // Query tiles from the one holding key j0 down; those above see none of these keys.
-          for (int64_t i0 = j0 / block * block; i0 < T; i0 += block) {
+          // Query tiles from the one holding key j0 down; those above see none of these keys, and with a
+          // sliding window neither do those past the tile's last key + window.
+          const int64_t queries_end = a.window > 0 ? std::min(T, j0 + nk - 1 + a.window) : T;
+          for (int64_t i0 = j0 / block * block; i0 < queries_end; i0 += block) {
             const int64_t nq = std::min(block, T - i0);
             const int64_t nkv = std::min(nk, i0 + nq - j0);  // keys of the tile its last query sees
             const MatrixView qt = q.rows(b, h, i0, nq), dot = dout.rows(b, h, i0, nq);
@@ -258,7 +271,9 @@ void attention_backward(const Heads& q, const Heads& k, const Heads& v, const He
               float* prow = probs.data() + r * nkv;
               float* dprow = dprobs.data() + r * nkv;
               const int64_t t = i0 + r, seen = visible_keys(r, i0 - j0, nkv);
-              exp_and_sum(prow, seen, scale, lse[(b * H + h) * T + t]);
+              const int64_t from = first_visible_key(r, i0 - j0, a.window, seen);
+              exp_and_sum(prow + from, seen - from, scale, lse[(b * H + h) * T + t]);
+              std::fill(prow, prow + from, 0.f);
               std::fill(prow + seen, prow + nkv, 0.f);
               softmax_backward_row(prow, dprow, nkv, row_dot[(b * T + t) * H + h], scale);
               if constexpr (kReduced) {
@@ -300,10 +315,11 @@ torch::Tensor operand(const torch::Tensor& t, bool in_place) {
 
 struct CausalAttentionFn : torch::autograd::Function<CausalAttentionFn> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, int64_t block_rows, int64_t backend) {
+                               const torch::Tensor& v, int64_t block_rows, int64_t backend, int64_t window,
+                               double scale) {
     const auto be = static_cast<GemmBackend>(backend);
     const AttentionShape a{q.size(0), q.size(1), k.size(1), q.size(2), q.size(3),
-                           std::max<int64_t>(1, std::min(block_rows, q.size(2)))};
+                           std::max<int64_t>(1, std::min(block_rows, q.size(2))), window, scale};
     const bool in_place = reads_in_place(q.scalar_type(), be);
     const auto qe = operand(q, in_place), ke = operand(k, in_place), ve = operand(v, in_place);
     // [B, T, H, D]: rows of the output projection.
@@ -317,6 +333,8 @@ struct CausalAttentionFn : torch::autograd::Function<CausalAttentionFn> {
     ctx->save_for_backward({q, k, v, result, lse});
     ctx->saved_data["block"] = a.block;
     ctx->saved_data["backend"] = backend;
+    ctx->saved_data["window"] = window;
+    ctx->saved_data["scale"] = scale;
     return result;
   }
 
@@ -324,7 +342,8 @@ struct CausalAttentionFn : torch::autograd::Function<CausalAttentionFn> {
     const auto saved = ctx->get_saved_variables();
     const auto& q = saved[0];
     const auto be = static_cast<GemmBackend>(ctx->saved_data["backend"].toInt());
-    const AttentionShape a{q.size(0), q.size(1), saved[1].size(1), q.size(2), q.size(3), ctx->saved_data["block"].toInt()};
+    const AttentionShape a{q.size(0), q.size(1), saved[1].size(1), q.size(2), q.size(3), ctx->saved_data["block"].toInt(),
+                           ctx->saved_data["window"].toInt(), ctx->saved_data["scale"].toDouble()};
     const bool in_place = reads_in_place(q.scalar_type(), be);
     auto read = [&](const torch::Tensor& t) { return operand(t, in_place).contiguous(); };
     const auto qe = operand(q, in_place), ke = operand(saved[1], in_place), ve = operand(saved[2], in_place);
@@ -350,7 +369,7 @@ struct CausalAttentionFn : torch::autograd::Function<CausalAttentionFn> {
     });
     const auto out_dtype = q.scalar_type();
     return {dq.transpose(1, 2).to(out_dtype), dk.transpose(1, 2).to(out_dtype), dv.transpose(1, 2).to(out_dtype),
-            torch::Tensor(), torch::Tensor()};
+            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -365,13 +384,15 @@ torch::Tensor fused_rotary(const torch::Tensor& x, const torch::Tensor& cos, con
 }
 
 torch::Tensor fused_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                     int64_t block, GemmBackend backend) {
+                                     int64_t block, GemmBackend backend, int64_t window, double scale) {
   RECORD_FUNCTION("tb::fused_causal_attention", std::vector<c10::IValue>());  // named in profiles
   TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.sizes() == k.sizes(), "fused_causal_attention: q [B, H, T, D], k/v [B, KV, T, D]");
   TORCH_CHECK(k.size(0) == q.size(0) && k.size(2) == q.size(2) && k.size(3) == q.size(3),
               "fused_causal_attention: k/v must match q in batch, length and head size");
   TORCH_CHECK(q.size(1) % k.size(1) == 0, "fused_causal_attention: query heads not a multiple of kv heads");
-  return CausalAttentionFn::apply(q, k, v, std::max<int64_t>(1, block), static_cast<int64_t>(backend));
+  TORCH_CHECK(window >= 0, "fused_causal_attention: a negative window");
+  TORCH_CHECK(scale >= 0, "fused_causal_attention: a negative scale");
+  return CausalAttentionFn::apply(q, k, v, std::max<int64_t>(1, block), static_cast<int64_t>(backend), window, scale);
 }
 
 std::vector<torch::Tensor> attention_saved_tensors(const torch::Tensor& output) {
@@ -414,8 +435,7 @@ torch::Tensor compiled_attention(models::MultiHeadAttentionImpl& attn, const tor
     k = project(attn.k_proj, x, backend).reshape({B, T, KV, D});
     v = project(attn.v_proj, x, backend).reshape({B, T, KV, D});
   }
-  // Pieces no kernel covers run as their eager ops: q/k norms, a partial rotary, soft-capping, another
-  // scale, a sliding window.
+  // Pieces no kernel covers run as their eager ops: q/k norms, a partial rotary, soft-capping.
   if (attn.q_norm) {
     q = attn.q_norm->forward(q);
     k = attn.k_norm->forward(k);
@@ -430,15 +450,14 @@ torch::Tensor compiled_attention(models::MultiHeadAttentionImpl& attn, const tor
     q = models::apply_rotary(q.transpose(1, 2), cos, sin).transpose(1, 2);
     k = models::apply_rotary(k.transpose(1, 2), cos, sin).transpose(1, 2);
   }
-  const double plain_scale = 1.0 / std::sqrt(static_cast<double>(D));
-  const double scale = dims.scale > 0 ? dims.scale : plain_scale;
-  // A window at least as long as the sequence hides no key: the layer attends causally.
-  const bool window_bites = dims.sliding && dims.window < T;
+  const double scale = dims.scale > 0 ? dims.scale : 1.0 / std::sqrt(static_cast<double>(D));
+  // A sliding layer's window skips the key tiles before it; one at least as long as the sequence hides none.
+  const int64_t window = dims.sliding && dims.window < T ? dims.window : 0;
   torch::Tensor out;
-  if (dims.softcap == 0 && !window_bites && scale == plain_scale) {
-    out = fused_causal_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), block, backend);
+  if (dims.softcap == 0) {
+    out = fused_causal_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), block, backend, window, scale);
   } else {
-    const auto& blocked = window_bites && pos.blocked_sliding.defined() ? pos.blocked_sliding : pos.blocked;
+    const auto& blocked = window > 0 && pos.blocked_sliding.defined() ? pos.blocked_sliding : pos.blocked;
     out = models::grouped_query_attention(q.transpose(1, 2), k.transpose(1, 2).contiguous(),
                                           v.transpose(1, 2).contiguous(), blocked, scale, dims.softcap)
               .transpose(1, 2);

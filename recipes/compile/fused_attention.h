@@ -18,15 +18,18 @@ namespace tb::compile {
 // [B, T, D/2]. Returns contiguous [B, T, H, D] in x's dtype, rotated in fp32.
 torch::Tensor fused_rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
-// softmax(q k^T / sqrt(D), causal) v for q [B, H, T, D] and k, v [B, KV, T, D] (any strides with a unit
-// last stride): query t attends keys 0..t, q head h uses kv head h / (H / KV) without a copy.
+// softmax(q k^T * scale, causal) v (scale 0: 1 / sqrt(D)) for q [B, H, T, D] and k, v [B, KV, T, D] (any strides with a unit
+// last stride): query t attends keys 0..t (with a sliding `window` > 0, keys t - window < j <= t, and the
+// key tiles wholly before a query tile's window are skipped), q head h uses kv head h / (H / KV) without
+// a copy.
 // Computed `block` queries x up to 512 keys at a time (the online softmax rescales across key tiles),
 // softmax and sums in fp32. The tile products run through `backend`: bf16 inputs are read in place by
 // oneDNN (probabilities and score gradients rounded to bf16 for their products, as eager's bf16 softmax
 // output is), widened to fp32 for ATen. Returns [B, T, H, D] contiguous (the layout the output
 // projection reads), in q's dtype.
 torch::Tensor fused_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                     int64_t block, GemmBackend backend = GemmBackend::aten);
+                                     int64_t block, GemmBackend backend = GemmBackend::aten, int64_t window = 0,
+                                     double scale = 0);
 
 // What the attention node of `output` (a fused_causal_attention result) keeps for backward; empty when
 // `output` did not come from it. For tests and memory accounting.
