@@ -20,9 +20,11 @@ packages=(
   libqcustomplot-dev libqcustomplot2.1-qt6
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libsentencepiece-dev sentencepiece
+  libonig-dev libutf8proc-dev
 )
-# The tests compare against an independent reference: PyTorch's Python front end and SentencePiece's.
-test_packages=(python3 python3-torch python3-numpy python3-sentencepiece xvfb xauth)
+# The tests compare against independent references: PyTorch's Python front end, SentencePiece's, and
+# Jinja2 (the renderer transformers uses for chat templates).
+test_packages=(python3 python3-torch python3-numpy python3-sentencepiece python3-jinja2 xvfb xauth)
 
 step() { printf '==> %s\n' "$*"; }
 
