@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench/step_bench.h"
+#include "bench/tokenize_bench.h"
 #include "components/builtin.h"
 #include "config/config.h"
 #include "config/schema.h"
@@ -343,12 +344,22 @@ int cmd_bench_compile(const std::string& config, const std::vector<std::string>&
   return kOk;
 }
 
+int cmd_bench_tokenize(const tb::bench::TokenizeBenchOptions& options) {
+  try {
+    std::cout << tb::bench::bench_tokenize(options).dump() << "\n";
+  } catch (const std::runtime_error& e) {
+    return fail(e.what());
+  }
+  return kOk;
+}
+
 struct Args {
   std::string config, recipe, source, destination;
   std::vector<std::string> overrides;
   bool force = false, no_components = false, progress_lines = false;
   tb::inference::GenerateOptions generate;
   tb::bench::StepBenchOptions bench;
+  tb::bench::TokenizeBenchOptions tokenize;
 };
 
 void add_overrides(CLI::App* cmd, Args& a) {
@@ -412,6 +423,12 @@ int run_cli(int argc, char** argv) {
   bench_compile->add_option("--steps", a.bench.steps, "measured steps")->capture_default_str();
   bench_compile->add_option("--warmup", a.bench.warmup, "steps run first, not measured")->capture_default_str();
   add_overrides(bench_compile, a);
+  CLI::App* bench_tokenize =
+      bench->add_subcommand("tokenize", "tokenizer.json encoding speed: median MB/s of a text file");
+  bench_tokenize->add_option("--tokenizer", a.tokenize.tokenizer_path, "tokenizer.json (or tiktoken file)")->required();
+  bench_tokenize->add_option("--file", a.tokenize.text_path, "text file, encoded whole")->required();
+  bench_tokenize->add_option("--threads", a.tokenize.threads, "encode that many parts at once")->capture_default_str();
+  bench_tokenize->add_option("--runs", a.tokenize.runs, "timed runs after a warm-up")->capture_default_str();
 
   // CLI11 would only say "a subcommand is required" for a misspelled command.
   if (argc > 1 && argv[1][0] != '-') {
@@ -442,6 +459,7 @@ int run_cli(int argc, char** argv) {
   if (*generate) return cmd_generate(a.config, a.overrides, a.generate);
   if (*bench_step) return cmd_bench_step(a.config, a.overrides, a.recipe, a.bench, a.progress_lines);
   if (*bench_compile) return cmd_bench_compile(a.config, a.overrides, a.bench);
+  if (*bench_tokenize) return cmd_bench_tokenize(a.tokenize);
   return fail("no command given (see --help)");
 }
 

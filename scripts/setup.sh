@@ -59,6 +59,16 @@ ensure_openblas() {
   esac
 }
 
+# The tokenizer tests compare against Hugging Face tokenizers through its Node binding (pinned in
+# tests/reference/tokenizers/package-lock.json): Debian's nodejs/npm when no node is on PATH, then npm ci.
+ensure_tokenizers_reference() {
+  command -v node >/dev/null 2>&1 || install_missing nodejs npm
+  if [ ! -f tests/reference/tokenizers/node_modules/tokenizers/package.json ]; then
+    step "installing the tokenizers reference (npm ci in tests/reference/tokenizers)"
+    (cd tests/reference/tokenizers && npm ci --no-audit --no-fund)
+  fi
+}
+
 build() {
   if [ ! -f build/CMakeCache.txt ]; then
     step "configuring build/ (Release)"
@@ -75,7 +85,7 @@ case "$mode" in
     step "starting build/bin/tunebench"
     exec build/bin/tunebench ;;
   test)
-    install_missing "${packages[@]}" "${test_packages[@]}"; ensure_openblas; build
+    install_missing "${packages[@]}" "${test_packages[@]}"; ensure_openblas; ensure_tokenizers_reference; build
     step "running the test suite"
     cd build && exec ctest --output-on-failure -j "$jobs" --timeout 1200 ;;
   *) echo "usage: scripts/setup.sh run|test|build" >&2; exit 2 ;;

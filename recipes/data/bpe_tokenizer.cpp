@@ -3,37 +3,25 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <sstream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
-#include "data/unicode_text.h"
+#include "text/byte_level.h"
+#include "text/tokenizer_json.h"
+#include "text/unicode.h"
+#include "text/utf8.h"
 
 namespace tb::data {
 namespace {
 
 using nlohmann::json;
 
-struct ByteMap {
-  char32_t to_unicode[256];
-  std::unordered_map<char32_t, int> to_byte;
-  ByteMap() {
-    // Printable Latin-1 bytes stand for themselves; the others are shifted past U+00FF in order.
-    char32_t next = 256;
-    for (int b = 0; b < 256; ++b) {
-      const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-      to_unicode[b] = printable ? static_cast<char32_t>(b) : next++;
-      to_byte[to_unicode[b]] = b;
-    }
-  }
-};
-
-const ByteMap& byte_map() {
-  static const ByteMap map;
-  return map;
-}
+// Llama 3's split pattern (tiktoken's cl100k pattern with digits by three), as its tokenizer.json writes it.
+constexpr const char* kLlama3Pattern =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -41,17 +29,6 @@ std::string read_file(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// The raw bytes of a byte-level vocabulary entry; false if a code point is outside the byte alphabet.
-bool byte_level_to_bytes(const std::string& token, std::string* out) {
-  out->clear();
-  for (const auto& cp : unicode::decode_utf8(token)) {
-    const int b = unicode_to_byte(cp.value);
-    if (b < 0) return false;
-    out->push_back(static_cast<char>(b));
-  }
-  return true;
 }
 
 std::string base64_decode(const std::string& in, bool* ok) {
@@ -86,17 +63,25 @@ std::string base64_decode(const std::string& in, bool* ok) {
 // torchtune's canonical Llama 3 special tokens (used for a tiktoken file without special_tokens_path).
 std::vector<AddedToken> llama3_special_tokens() {
   std::vector<AddedToken> t = {
-      {128000, "<|begin_of_text|>", true},         {128001, "<|end_of_text|>", true},
-      {128002, "<|reserved_special_token_0|>", true}, {128003, "<|reserved_special_token_1|>", true},
-      {128004, "<|finetune_right_pad_id|>", true}, {128005, "<|step_id|>", true},
-      {128006, "<|start_header_id|>", true},       {128007, "<|end_header_id|>", true},
-      {128008, "<|eom_id|>", true},                {128009, "<|eot_id|>", true},
-      {128010, "<|python_tag|>", true},            {128256, "<|image|>", true},
-      {128012, "<|video|>", true},                 {128011, "<|reserved_special_token_245|>", true},
+      {128000, "<|begin_of_text|>", true},
+      {128001, "<|end_of_text|>", true},
+      {128002, "<|reserved_special_token_0|>", true},
+      {128003, "<|reserved_special_token_1|>", true},
+      {128004, "<|finetune_right_pad_id|>", true},
+      {128005, "<|step_id|>", true},
+      {128006, "<|start_header_id|>", true},
+      {128007, "<|end_header_id|>", true},
+      {128008, "<|eom_id|>", true},
+      {128009, "<|eot_id|>", true},
+      {128010, "<|python_tag|>", true},
+      {128256, "<|image|>", true},
+      {128012, "<|video|>", true},
+      {128011, "<|reserved_special_token_245|>", true},
   };
   const int reserved = 257 - static_cast<int>(t.size());
   for (int i = 0; i < reserved; ++i)
     t.push_back({128013 + i, "<|reserved_special_token_" + std::to_string(2 + i) + "|>", true});
+  for (auto& token : t) token.normalized = false;  // matched in the raw text, as special tokens are
   return t;
 }
 
@@ -107,18 +92,37 @@ std::vector<AddedToken> added_tokens_of(const json& root, const std::string& sou
   for (const auto& t : root["added_tokens"]) {
     if (!t.is_object() || !t.contains("id") || !t.contains("content"))
       throw std::runtime_error(source + ": an entry of 'added_tokens' lacks 'id' or 'content'");
-    out.push_back({t["id"].get<int64_t>(), t["content"].get<std::string>(), t.value("special", false)});
+    AddedToken a;
+    a.id = t["id"].get<int64_t>();
+    a.content = t["content"].get<std::string>();
+    a.special = t.value("special", false);
+    a.lstrip = t.value("lstrip", false);
+    a.rstrip = t.value("rstrip", false);
+    a.normalized = t.value("normalized", !a.special);
+    a.single_word = t.value("single_word", false);
+    out.push_back(std::move(a));
   }
   return out;
 }
 
+// Python's str.strip() as the Llama 3 message format uses it (Unicode White_Space).
 std::string python_strip(const std::string& s) {
-  const auto cps = unicode::decode_utf8(s);
-  size_t b = 0, e = cps.size();
-  while (b < e && unicode::is_whitespace(cps[b].value)) ++b;
-  while (e > b && unicode::is_whitespace(cps[e - 1].value)) --e;
-  if (b == e) return std::string();
-  return s.substr(cps[b].begin, cps[e - 1].end - cps[b].begin);
+  size_t b = 0, e = s.size();
+  while (b < e) {
+    const size_t len = text::valid_sequence_length(reinterpret_cast<const unsigned char*>(s.data()) + b, e - b);
+    size_t n = 0;
+    if (len == 0 || !text::is_white_space(text::decode_utf8(s.data() + b, &n))) break;
+    b += len;
+  }
+  while (e > b) {
+    size_t start = e - 1;
+    while (start > b && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+    const size_t len = text::valid_sequence_length(reinterpret_cast<const unsigned char*>(s.data()) + start, e - start);
+    size_t n = 0;
+    if (len != e - start || !text::is_white_space(text::decode_utf8(s.data() + start, &n))) break;
+    e = start;
+  }
+  return s.substr(b, e - b);
 }
 
 // A token name from tokenizer_config.json: a string or {"content": ...}.
@@ -130,15 +134,24 @@ std::string config_token(const json& config, const char* key) {
   return {};
 }
 
+// A pipeline for Llama-3-shaped byte-level vocabularies: a split regex, then ByteLevel; ByteLevel decoder.
+std::shared_ptr<text::TokenizerPipeline> byte_level_pipeline(const std::string& regex, bool nfc, text::BpeModel model) {
+  std::shared_ptr<const text::Normalizer> normalizer;
+  if (nfc) normalizer = std::make_shared<text::UnicodeNormalizer>(text::NormalForm::NFC);
+  auto split =
+      std::make_shared<text::SplitPreTokenizer>(text::Pattern::regex(regex), text::SplitBehavior::Isolated, false);
+  auto byte_level = std::make_shared<text::ByteLevelPreTokenizer>(false, false);
+  auto pre = std::make_shared<text::SequencePreTokenizer>(
+      std::vector<std::shared_ptr<const text::PreTokenizer>>{split, byte_level});
+  return std::make_shared<text::TokenizerPipeline>(normalizer, pre, std::move(model), nullptr,
+                                                   std::make_shared<text::ByteLevelDecoder>());
+}
+
 }  // namespace
 
-char32_t byte_to_unicode(unsigned char byte) { return byte_map().to_unicode[byte]; }
+char32_t byte_to_unicode(unsigned char byte) { return text::byte_to_char(byte); }
 
-int unicode_to_byte(char32_t cp) {
-  const auto& m = byte_map().to_byte;
-  const auto it = m.find(cp);
-  return it == m.end() ? -1 : it->second;
-}
+int unicode_to_byte(char32_t cp) { return text::char_to_byte(cp); }
 
 std::shared_ptr<BpeTokenizer> BpeTokenizer::from_file(const std::string& path, const BpeOptions& options) {
   const std::string text = read_file(path);
@@ -148,97 +161,16 @@ std::shared_ptr<BpeTokenizer> BpeTokenizer::from_file(const std::string& path, c
 
 std::shared_ptr<BpeTokenizer> BpeTokenizer::from_hf_json(const std::string& json_text, const std::string& source,
                                                          const BpeOptions& options) {
-  json root;
-  try {
-    root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw std::runtime_error(source + ": not valid JSON (" + e.what() + ")");
-  }
-  auto fail = [&](const std::string& why) { return std::runtime_error(source + ": " + why); };
-  if (!root.is_object() || !root.contains("model") || !root["model"].is_object())
-    throw fail("no 'model' object: not a Hugging Face tokenizer.json");
-  const auto& model = root["model"];
-  if (model.value("type", std::string("BPE")) != "BPE")
-    throw fail("model type '" + model.value("type", std::string()) + "' is not supported (only byte-level BPE)");
-  if (root.contains("normalizer") && !root["normalizer"].is_null())
-    throw fail("a normalizer is not supported (byte-level BPE tokenizers such as Llama 3's have none)");
-  if (model.value("byte_fallback", false)) throw fail("byte_fallback BPE is not supported (only byte-level BPE)");
-
   std::shared_ptr<BpeTokenizer> tok(new BpeTokenizer());
-  // The pre-tokenizer: ByteLevel with the GPT-2 regex, or Split(Llama 3 regex) + ByteLevel(no regex).
-  const json pre = root.value("pre_tokenizer", json());
-  std::vector<json> steps;
-  if (pre.is_object() && pre.value("type", std::string()) == "Sequence") {
-    for (const auto& p : pre.value("pretokenizers", json::array())) steps.push_back(p);
-  } else if (pre.is_object()) {
-    steps.push_back(pre);
-  }
-  bool byte_level = false, have_pattern = false;
-  for (const auto& step : steps) {
-    const std::string type = step.value("type", std::string());
-    if (type == "ByteLevel") {
-      byte_level = true;
-      if (step.value("add_prefix_space", false)) throw fail("ByteLevel add_prefix_space is not supported");
-      if (step.value("use_regex", true)) {
-        tok->pattern_ = SplitPattern::Gpt2;
-        have_pattern = true;
-      }
-    } else if (type == "Split") {
-      const std::string regex = step.contains("pattern") ? step["pattern"].value("Regex", std::string()) : "";
-      if (step.value("behavior", std::string()) != "Isolated" || step.value("invert", false))
-        throw fail("only Split pre-tokenizers with behavior Isolated are supported");
-      if (!split_pattern_from_regex(regex, &tok->pattern_))
-        throw fail("pre-tokenizer pattern is not one we implement (Llama 3 or GPT-2): " + regex);
-      have_pattern = true;
-    } else {
-      throw fail("pre-tokenizer '" + type + "' is not supported");
-    }
-  }
-  if (!byte_level || !have_pattern) throw fail("not a byte-level BPE tokenizer (no ByteLevel pre-tokenizer with a split pattern)");
-
-  tok->ignore_merges_ = model.value("ignore_merges", false);
-  if (!model.contains("vocab") || !model["vocab"].is_object()) throw fail("model has no 'vocab' object");
-  std::string bytes;
-  for (const auto& [token, id_json] : model["vocab"].items()) {
-    const int64_t id = id_json.get<int64_t>();
-    if (id < 0) throw fail("negative id for token '" + token + "'");
-    if (!byte_level_to_bytes(token, &bytes)) throw fail("vocabulary entry '" + token + "' is not byte-level");
-    tok->vocab_[bytes] = id;
-    if (static_cast<int64_t>(tok->id_bytes_.size()) <= id) tok->id_bytes_.resize(id + 1);
-    tok->id_bytes_[id] = bytes;
-  }
-  const json merges = model.value("merges", json::array());
-  int64_t rank = 0;
-  for (const auto& m : merges) {
-    std::string left, right;
-    if (m.is_string()) {
-      const std::string s = m.get<std::string>();
-      const auto space = s.find(' ');
-      if (space == std::string::npos) throw fail("merge '" + s + "' is not two tokens separated by a space");
-      left = s.substr(0, space);
-      right = s.substr(space + 1);
-    } else if (m.is_array() && m.size() == 2) {
-      left = m[0].get<std::string>();
-      right = m[1].get<std::string>();
-    } else {
-      throw fail("merge entry " + std::to_string(rank) + " is neither \"a b\" nor [a, b]");
-    }
-    std::string lb, rb;
-    if (!byte_level_to_bytes(left, &lb) || !byte_level_to_bytes(right, &rb))
-      throw fail("merge '" + left + " " + right + "' is not byte-level");
-    tok->merge_ranks_.emplace(lb + '\0' + rb, rank++);
-  }
-  tok->set_added_tokens(added_tokens_of(root, source));
+  tok->pipeline_ = text::load_tokenizer_json(json_text, source);
   tok->finish(source, std::filesystem::path(source).parent_path().string(), options);
+  tok->pipeline_->set_encode_special_tokens(!tok->parse_special_);
   return tok;
 }
 
 std::shared_ptr<BpeTokenizer> BpeTokenizer::from_tiktoken(const std::string& text, const std::string& source,
                                                           const BpeOptions& options) {
-  std::shared_ptr<BpeTokenizer> tok(new BpeTokenizer());
-  tok->pattern_ = SplitPattern::Llama3;
-  tok->merges_by_vocab_rank_ = true;
-  tok->ignore_merges_ = true;
+  std::vector<std::pair<std::string, uint32_t>> vocab;
   std::istringstream in(text);
   std::string line;
   int line_no = 0;
@@ -257,26 +189,75 @@ std::shared_ptr<BpeTokenizer> BpeTokenizer::from_tiktoken(const std::string& tex
         ok = false;
       }
     }
-    if (!ok || rank < 0)
+    if (!ok || rank < 0 || rank > UINT32_MAX)
       throw std::runtime_error(source + ":" + std::to_string(line_no) +
                                ": expected '<base64 token> <rank>' (a tiktoken BPE file)");
-    tok->vocab_[bytes] = rank;
-    if (static_cast<int64_t>(tok->id_bytes_.size()) <= rank) tok->id_bytes_.resize(rank + 1);
-    tok->id_bytes_[rank] = bytes;
+    vocab.emplace_back(text::bytes_to_byte_level(bytes), static_cast<uint32_t>(rank));
   }
-  if (tok->vocab_.empty()) throw std::runtime_error(source + ": empty tiktoken file");
+  if (vocab.empty()) throw std::runtime_error(source + ": empty tiktoken file");
+  std::shared_ptr<BpeTokenizer> tok(new BpeTokenizer());
+  tok->pipeline_ = byte_level_pipeline(kLlama3Pattern, false, text::BpeModel::from_ranks(vocab));
   tok->set_added_tokens(llama3_special_tokens());
   tok->finish(source, std::filesystem::path(source).parent_path().string(), options);
+  tok->pipeline_->set_encode_special_tokens(!tok->parse_special_);
+  return tok;
+}
+
+std::shared_ptr<BpeTokenizer> BpeTokenizer::from_vocab_merges(const std::string& vocab_json_path,
+                                                              const std::string& merges_path,
+                                                              const VocabMergesOptions& o) {
+  json vocab_json;
+  try {
+    vocab_json = json::parse(read_file(vocab_json_path));
+  } catch (const json::parse_error& e) {
+    throw std::runtime_error(vocab_json_path + ": not valid JSON (" + e.what() + ")");
+  }
+  if (!vocab_json.is_object()) throw std::runtime_error(vocab_json_path + ": expected an object of token: id");
+  std::vector<std::pair<std::string, uint32_t>> vocab;
+  vocab.reserve(vocab_json.size());
+  for (const auto& [token, id] : vocab_json.items()) {
+    if (!id.is_number_unsigned() || id.get<uint64_t>() > UINT32_MAX)
+      throw std::runtime_error(vocab_json_path + ": the id of '" + token + "' is not a non-negative integer");
+    vocab.emplace_back(token, id.get<uint32_t>());
+  }
+  // merges.txt as torchtune reads it: an optional "#version" first line, blank lines skipped, two tokens
+  // separated by whitespace a line.
+  std::vector<std::pair<std::string, std::string>> merges;
+  std::istringstream in(read_file(merges_path));
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    std::istringstream words(line);
+    std::string a, b, extra;
+    words >> a;
+    if (a.empty() || (n == 1 && a.rfind("#version", 0) == 0)) continue;
+    if (!(words >> b) || (words >> extra))
+      throw std::runtime_error(merges_path + ":" + std::to_string(n) + ": expected two tokens");
+    merges.emplace_back(a, b);
+  }
+  std::shared_ptr<BpeTokenizer> tok(new BpeTokenizer());
+  try {
+    tok->pipeline_ = byte_level_pipeline(o.split_regex, o.nfc, text::BpeModel(vocab, merges, {}));
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(merges_path + ": " + e.what());
+  }
+  std::vector<AddedToken> specials;
+  for (const auto& [content, id] : o.special_tokens) {
+    AddedToken t;
+    t.id = id;
+    t.content = content;
+    t.special = true;
+    t.normalized = false;
+    specials.push_back(std::move(t));
+  }
+  tok->set_added_tokens(std::move(specials));
+  tok->finish(vocab_json_path, std::filesystem::path(vocab_json_path).parent_path().string(), o.options);
+  tok->pipeline_->set_encode_special_tokens(!tok->parse_special_);
   return tok;
 }
 
 void BpeTokenizer::set_added_tokens(std::vector<AddedToken> tokens) {
-  // Longest first, so that a token that is a prefix of another never wins.
-  std::stable_sort(tokens.begin(), tokens.end(),
-                   [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
-  added_ = std::move(tokens);
-  added_by_id_.clear();
-  for (size_t i = 0; i < added_.size(); ++i) added_by_id_[added_[i].id] = i;
+  pipeline_->added_vocabulary().set_tokens(tokens, pipeline_->normalizer());
+  pipeline_->prepare();
 }
 
 int64_t BpeTokenizer::require_id(const std::string& token, const std::string& what) const {
@@ -299,8 +280,8 @@ void BpeTokenizer::finish(const std::string& source, const std::string& sibling_
     }
     set_added_tokens(added_tokens_of(root, options.special_tokens_path));
   }
-  int64_t max_id = static_cast<int64_t>(id_bytes_.size()) - 1;
-  for (const auto& t : added_) max_id = std::max(max_id, t.id);
+  int64_t max_id = pipeline_->model().max_id();
+  for (const auto& t : added_tokens()) max_id = std::max(max_id, t.id);
   vocab_size_ = max_id + 1;
 
   json config;
@@ -342,115 +323,54 @@ void BpeTokenizer::finish(const std::string& source, const std::string& sibling_
 }
 
 std::optional<int64_t> BpeTokenizer::token_to_id(const std::string& token) const {
-  for (const auto& t : added_)
-    if (t.content == token) return t.id;
-  const auto it = vocab_.find(token);
-  if (it != vocab_.end()) return it->second;
-  return std::nullopt;
+  if (const auto id = pipeline_->added_vocabulary().token_to_id(token)) return *id;
+  const auto id = pipeline_->model().token_to_id(pipeline_->byte_level() ? text::bytes_to_byte_level(token) : token);
+  return id ? std::optional<int64_t>(*id) : std::nullopt;
 }
 
 std::string BpeTokenizer::id_to_bytes(int64_t id) const {
-  const auto a = added_by_id_.find(id);
-  if (a != added_by_id_.end()) return added_[a->second].content;
-  if (id < 0 || id >= static_cast<int64_t>(id_bytes_.size()))
-    throw std::out_of_range("token id " + std::to_string(id) + " is outside the vocabulary of " +
-                            std::to_string(vocab_size_));
-  return id_bytes_[id];
-}
-
-int64_t BpeTokenizer::pair_rank(const std::string& left, const std::string& right) const {
-  if (merges_by_vocab_rank_) {
-    const auto it = vocab_.find(left + right);
-    return it == vocab_.end() ? -1 : it->second;
-  }
-  const auto it = merge_ranks_.find(left + '\0' + right);
-  return it == merge_ranks_.end() ? -1 : it->second;
-}
-
-void BpeTokenizer::bpe(const std::string& piece, std::vector<int64_t>& out) const {
-  if (piece.empty()) return;
-  if (ignore_merges_) {
-    const auto whole = vocab_.find(piece);
-    if (whole != vocab_.end()) {
-      out.push_back(whole->second);
-      return;
+  if (id >= 0 && id <= UINT32_MAX) {
+    if (const AddedToken* t = pipeline_->added_vocabulary().token_of(static_cast<uint32_t>(id))) return t->content;
+    if (const std::string* s = pipeline_->model().id_to_token(static_cast<uint32_t>(id))) {
+      std::string bytes;
+      if (pipeline_->byte_level() && text::byte_level_to_bytes(*s, &bytes)) return bytes;
+      return *s;
     }
   }
-  std::vector<std::string> parts;
-  parts.reserve(piece.size());
-  for (const char c : piece) parts.emplace_back(1, c);
-  while (parts.size() > 1) {
-    int64_t best = std::numeric_limits<int64_t>::max();
-    size_t at = 0;
-    for (size_t i = 0; i + 1 < parts.size(); ++i) {
-      const int64_t r = pair_rank(parts[i], parts[i + 1]);
-      if (r >= 0 && r < best) {
-        best = r;
-        at = i;
-      }
-    }
-    if (best == std::numeric_limits<int64_t>::max()) break;
-    parts[at] += parts[at + 1];
-    parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at) + 1);
-  }
-  for (const auto& p : parts) {
-    const auto it = vocab_.find(p);
-    if (it == vocab_.end()) {
-      std::string hex;
-      for (const unsigned char c : p) hex += "\\x" + std::string(1, "0123456789abcdef"[c >> 4]) + "0123456789abcdef"[c & 15];
-      throw std::runtime_error("byte sequence " + hex + " has no token (incomplete byte-level vocabulary)");
-    }
-    out.push_back(it->second);
-  }
+  throw std::out_of_range("token id " + std::to_string(id) + " is outside the vocabulary of " +
+                          std::to_string(vocab_size_));
 }
 
-std::vector<int64_t> BpeTokenizer::encode_ordinary(const std::string& text) const {
-  std::vector<int64_t> out;
-  for (const auto& piece : pre_tokenize(text, pattern_)) bpe(piece, out);
-  return out;
+std::vector<AddedToken> BpeTokenizer::added_tokens() const { return pipeline_->added_vocabulary().tokens(); }
+
+bool BpeTokenizer::is_special(int64_t id) const {
+  if (id < 0 || id > UINT32_MAX) return false;
+  const AddedToken* t = pipeline_->added_vocabulary().token_of(static_cast<uint32_t>(id));
+  return t && t->special;
 }
 
 std::vector<int64_t> BpeTokenizer::encode(const std::string& text, bool add_bos, bool add_eos) const {
+  const text::Encoding e = pipeline_->encode(text, false);
   std::vector<int64_t> out;
+  out.reserve(e.ids.size() + 2);
   if (add_bos && bos_id_ >= 0) out.push_back(bos_id_);
-  size_t start = 0;
-  if (parse_special_ && !added_.empty()) {
-    for (size_t i = 0; i < text.size();) {
-      const AddedToken* hit = nullptr;
-      for (const auto& t : added_) {
-        if (!t.content.empty() && text.compare(i, t.content.size(), t.content) == 0) {
-          hit = &t;
-          break;
-        }
-      }
-      if (!hit) {
-        ++i;
-        continue;
-      }
-      const auto before = encode_ordinary(text.substr(start, i - start));
-      out.insert(out.end(), before.begin(), before.end());
-      out.push_back(hit->id);
-      i += hit->content.size();
-      start = i;
-    }
-  }
-  const auto rest = encode_ordinary(text.substr(start));
-  out.insert(out.end(), rest.begin(), rest.end());
+  out.insert(out.end(), e.ids.begin(), e.ids.end());
   if (add_eos && eos_id_ >= 0) out.push_back(eos_id_);
   return out;
 }
 
-std::string BpeTokenizer::decode(const std::vector<int64_t>& ids) const {
-  std::string out;
-  for (const auto id : ids) {
-    const auto a = added_by_id_.find(id);
-    if (a != added_by_id_.end()) {
-      if (!added_[a->second].special) out += added_[a->second].content;
-      continue;
-    }
-    out += id_to_bytes(id);
-  }
+BpeTokenizer::Encoding BpeTokenizer::encode_with_offsets(const std::string& text, bool add_special_tokens) const {
+  text::Encoding e = pipeline_->encode(text, add_special_tokens);
+  Encoding out;
+  out.ids.assign(e.ids.begin(), e.ids.end());
+  out.offsets = std::move(e.offsets);
   return out;
+}
+
+std::string BpeTokenizer::decode(const std::vector<int64_t>& ids) const { return decode(ids, true); }
+
+std::string BpeTokenizer::decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const {
+  return pipeline_->decode(ids, skip_special_tokens);
 }
 
 std::vector<int64_t> BpeTokenizer::stop_tokens() const {
@@ -500,8 +420,8 @@ TokenizedMessages BpeTokenizer::tokenize_messages(const std::vector<Message>& me
   if (const auto n = max_seq_len()) {
     out.tokens = truncate<int64_t>(out.tokens, *n, add_end_tokens ? std::optional<int64_t>(eos_id_) : std::nullopt,
                                    truncation_type());
-    out.mask = truncate<bool>(out.mask, *n, add_end_tokens ? std::optional<bool>(true) : std::nullopt,
-                              truncation_type());
+    out.mask =
+        truncate<bool>(out.mask, *n, add_end_tokens ? std::optional<bool>(true) : std::nullopt, truncation_type());
   }
   return out;
 }

@@ -1,24 +1,29 @@
-// Byte-level BPE (Llama 3, GPT-2 family) from a Hugging Face `tokenizer.json` or a tiktoken
-// `tokenizer.model` (base64 token + rank a line, Llama 3's original format).
+// The tokenizer of the BPE model families (Llama 3, Qwen2/2.5/3, Gemma 2/3, Phi-3/4, SmolLM2, Mistral, the
+// GPT-2 family): a Hugging Face `tokenizer.json` run exactly as the `tokenizers` library runs it (the
+// pipeline of text/: normalizer, pre-tokenizer, BPE, post-processor, decoder, added tokens), a tiktoken
+// `tokenizer.model` (base64 token + rank a line, Llama 3's original format) or torchtune's `vocab.json`
+// + `merges.txt` (Qwen2, Phi-4).
 //
-// Encoding: added tokens are cut out of the text first (unless parse_special_tokens is false), the
-// rest is split by the pre-tokenizer pattern (data/pretokenize.h), and each piece's UTF-8 bytes are
-// merged by rank: the adjacent pair of lowest rank first, leftmost on ties. Pieces found whole in the
-// vocabulary are taken as they are when the file says `ignore_merges` (Llama 3) and always for tiktoken.
-//
-// tokenize_messages follows torchtune's Llama3Tokenizer when the Llama 3 header tokens exist
-// (<|begin_of_text|> <|start_header_id|>role<|end_header_id|>\n\n text <|eot_id|> ... <|end_of_text|>)
-// and tokenize_messages_no_special_tokens otherwise.
+// encode(text, add_bos, add_eos) is tokenizers' encode(text, add_special_tokens=False) plus our BOS/EOS
+// flags; encode_with_offsets() is tokenizers' encode with its post-processor's special tokens when asked,
+// offsets as byte ranges of the text given. tokenize_messages follows torchtune's Llama3Tokenizer when the
+// Llama 3 header tokens exist (<|begin_of_text|> <|start_header_id|>role<|end_header_id|>\n\n text
+// <|eot_id|> ... <|end_of_text|>) and tokenize_messages_no_special_tokens otherwise.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
-#include "data/pretokenize.h"
 #include "data/tokenizer.h"
+#include "text/added_token.h"
+
+namespace tb::text {
+class TokenizerPipeline;
+}
 
 namespace tb::data {
 
@@ -38,60 +43,67 @@ struct BpeOptions {
   bool require_llama3_tokens = false;  // llama3_tokenizer: refuse files without the header tokens
 };
 
-struct AddedToken {
-  int64_t id;
-  std::string content;
-  bool special;
+// torchtune's vocab.json + merges.txt tokenizers (Qwen2, Phi-4): the byte-level pipeline Hugging Face
+// writes for them (split regex, then ByteLevel; NFC first for Qwen2), with special tokens at given ids.
+struct VocabMergesOptions {
+  std::string split_regex;                        // the pre-tokenizer's pattern (Oniguruma, as in tokenizer.json)
+  bool nfc = false;                               // NFC normalizer (Qwen2)
+  std::map<std::string, int64_t> special_tokens;  // content -> id
+  BpeOptions options;
 };
+
+using AddedToken = text::AddedToken;
 
 class BpeTokenizer : public Tokenizer {
  public:
+  struct Encoding {
+    std::vector<int64_t> ids;
+    std::vector<std::pair<size_t, size_t>> offsets;  // byte ranges of the text encoded
+  };
+
   // `*.json` is read as tokenizer.json, anything else as a tiktoken file. Throws std::runtime_error
-  // naming the file and the problem.
+  // naming the file and the problem (for tokenizer.json: the JSON path and value of what is refused).
   static std::shared_ptr<BpeTokenizer> from_file(const std::string& path, const BpeOptions& options = {});
   static std::shared_ptr<BpeTokenizer> from_hf_json(const std::string& json_text, const std::string& source_name,
                                                     const BpeOptions& options = {});
   static std::shared_ptr<BpeTokenizer> from_tiktoken(const std::string& text, const std::string& source_name,
                                                      const BpeOptions& options = {});
+  static std::shared_ptr<BpeTokenizer> from_vocab_merges(const std::string& vocab_json_path,
+                                                         const std::string& merges_path, const VocabMergesOptions& o);
 
   std::vector<int64_t> encode(const std::string& text, bool add_bos = true, bool add_eos = true) const override;
-  std::string decode(const std::vector<int64_t>& ids) const override;  // special added tokens are skipped
+  Encoding encode_with_offsets(const std::string& text, bool add_special_tokens = false) const;
+  std::string decode(const std::vector<int64_t>& ids) const override;  // special tokens are skipped
+  std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const;
   int64_t bos_id() const override { return bos_id_; }
   int64_t eos_id() const override { return eos_id_; }
   int64_t pad_id() const override { return pad_id_; }
   int64_t vocab_size() const override { return vocab_size_; }
   std::vector<int64_t> stop_tokens() const override;
-  TokenizedMessages tokenize_messages(const std::vector<Message>& messages,
-                                      bool add_end_tokens = true) const override;
+  TokenizedMessages tokenize_messages(const std::vector<Message>& messages, bool add_end_tokens = true) const override;
 
   std::string id_to_token(int64_t id) const override { return id_to_bytes(id); }
-  // Id of a vocabulary entry (raw bytes) or an added token's content.
+  // Id of a vocabulary entry (raw bytes for byte-level vocabularies, else the entry as written) or an
+  // added token's content.
   std::optional<int64_t> token_to_id(const std::string& token) const;
-  // Raw bytes of an id (an added token's content for added tokens).
+  // Raw bytes of an id (byte-level vocabularies; else the entry as written; an added token's content).
   std::string id_to_bytes(int64_t id) const;
+  std::vector<AddedToken> added_tokens() const;  // by id, with their flags
+  bool is_special(int64_t id) const;             // an added token marked special
   bool has_llama3_chat_tokens() const { return llama3_.has_value(); }
+  const text::TokenizerPipeline& pipeline() const { return *pipeline_; }
 
  private:
   BpeTokenizer() = default;
   void finish(const std::string& source_name, const std::string& sibling_dir, const BpeOptions& options);
   void set_added_tokens(std::vector<AddedToken> tokens);
-  std::vector<int64_t> encode_ordinary(const std::string& text) const;  // no added tokens
-  void bpe(const std::string& piece, std::vector<int64_t>& out) const;
-  int64_t pair_rank(const std::string& left, const std::string& right) const;
   int64_t require_id(const std::string& token, const std::string& what) const;
 
   struct Llama3Ids {
     int64_t start_header, end_header, eot, eom, python_tag;
   };
 
-  SplitPattern pattern_ = SplitPattern::Llama3;
-  bool merges_by_vocab_rank_ = false;  // tiktoken: a pair's rank is the rank of its concatenation
-  bool ignore_merges_ = false;
-  std::unordered_map<std::string, int64_t> vocab_;        // raw bytes -> id
-  std::unordered_map<std::string, int64_t> merge_ranks_;  // left + '\0' + right -> rank
-  std::vector<std::string> id_bytes_;                     // id -> raw bytes ("" when unused)
-  std::vector<AddedToken> added_;                         // longest content first
-  std::unordered_map<int64_t, size_t> added_by_id_;
+  std::shared_ptr<text::TokenizerPipeline> pipeline_;
   bool parse_special_ = true;
   std::optional<PromptTemplate> prompt_template_;
   std::optional<Llama3Ids> llama3_;

@@ -15,22 +15,13 @@
 #include <unordered_set>
 #include <vector>
 
+#include "text/added_token.h"
 #include "text/normalizers.h"
 #include "text/pre_tokenized_string.h"
 
 namespace tb::text {
 
 class BpeModel;
-
-struct AddedToken {
-  int64_t id = -1;
-  std::string content;
-  bool special = false;
-  bool lstrip = false;
-  bool rstrip = false;
-  bool normalized = true;
-  bool single_word = false;
-};
 
 class AddedVocabulary {
  public:

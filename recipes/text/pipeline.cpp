@@ -1,6 +1,7 @@
 #include "text/pipeline.h"
 
 #include <algorithm>
+#include <deque>
 
 #include "text/utf8.h"
 
@@ -176,10 +177,96 @@ void TokenizerPipeline::split_ranges(std::string_view text, const Splitter& s, s
   ranges.swap(next);
 }
 
+namespace {
+
+// A segment's NFC form for the fast path: the stretches NFC leaves alone are taken as they are, the others
+// (cut before characters nfc_quick() accepts, where NFC starts afresh) are normalized with alignments.
+class NfcText {
+ public:
+  void build(std::string_view segment) {
+    segment_ = segment;
+    text_.clear();
+    regions_.clear();
+    patches_.clear();
+    size_t i = 0;
+    while (i < segment.size()) {
+      // The next character NFC may change, and the quick character before it (which it may join).
+      size_t p = i, prev = i;
+      bool found = false;
+      while (p < segment.size()) {
+        size_t len = 0;
+        const char32_t c = static_cast<unsigned char>(segment[p]) < 0x80 ? segment[p] : decode_utf8(segment.data() + p, &len);
+        if (len == 0) len = 1;
+        if (!nfc_quick(c)) {
+          found = true;
+          break;
+        }
+        prev = p;
+        p += len;
+      }
+      if (!found) {
+        add_identity(i, segment.size());
+        break;
+      }
+      const size_t q = p > i ? prev : p;
+      if (q > i) add_identity(i, q);
+      size_t r = p;
+      while (r < segment.size()) {
+        size_t len = 0;
+        const char32_t c = decode_utf8(segment.data() + r, &len);
+        if (nfc_quick(c)) break;
+        r += len;
+      }
+      patches_.emplace_back(std::string(segment.substr(q, r - q)));
+      patches_.back().normalize(NormalForm::NFC);
+      regions_.push_back({text_.size(), q, patches_.size()});
+      text_ += patches_.back().get();
+      i = r;
+    }
+  }
+
+  const std::string& text() const { return text_; }
+
+  // The original range (bytes of the segment) of normalized bytes [first, last].
+  ByteRange original(size_t first, size_t last) const {
+    return {locate(first).first, locate(last).second};
+  }
+
+ private:
+  struct Region {
+    size_t normalized_start, original_start;
+    size_t patch;  // 0: taken as it is; else 1 + index in patches_
+  };
+  void add_identity(size_t from, size_t to) {
+    regions_.push_back({text_.size(), from, 0});
+    text_.append(segment_.data() + from, to - from);
+  }
+  // The original range of the character holding normalized byte x.
+  ByteRange locate(size_t x) const {
+    auto it = std::upper_bound(regions_.begin(), regions_.end(), x,
+                               [](size_t v, const Region& r) { return v < r.normalized_start; });
+    const Region& r = *(it - 1);
+    if (r.patch == 0) {
+      const size_t at = r.original_start + (x - r.normalized_start);
+      return {char_start(segment_, at), char_end(segment_, at)};
+    }
+    const auto& a = patches_[r.patch - 1].alignments()[x - r.normalized_start];
+    return {r.original_start + a.first, r.original_start + a.second};
+  }
+
+  std::string_view segment_;
+  std::string text_;
+  std::vector<Region> regions_;
+  std::deque<NormalizedString> patches_;
+};
+
+}  // namespace
+
 bool TokenizerPipeline::encode_fast(std::string_view text, bool add_special_tokens, Encoding& out) const {
   thread_local std::vector<AddedVocabulary::Piece> pieces;
   thread_local std::vector<ByteRange> ranges;
   thread_local std::vector<IdSpan> spans;
+  thread_local NfcText nfc;
   added_.split_raw(text, pieces);
   for (const auto& piece : pieces) {
     if (piece.start == piece.end) continue;
@@ -189,17 +276,27 @@ bool TokenizerPipeline::encode_fast(std::string_view text, bool add_special_toke
       continue;
     }
     const std::string_view segment = text.substr(piece.start, piece.end - piece.start);
-    if (fast_nfc_ && !nfc_quick_check(segment)) return false;
+    // Text NFC leaves alone is split and tokenized as it is; otherwise its NFC form is, and the tokens map
+    // back through its alignments.
+    const bool normalized = fast_nfc_ && !nfc_quick_check(segment);
+    if (normalized) nfc.build(segment);
+    const std::string_view work = normalized ? std::string_view(nfc.text()) : segment;
     ranges.clear();
-    ranges.emplace_back(piece.start, piece.end);
-    for (const auto& s : splitters_) split_ranges(text, s, ranges);
+    ranges.emplace_back(0, work.size());
+    for (const auto& s : splitters_) split_ranges(work, s, ranges);
     for (const auto& [start, end] : ranges) {
       spans.clear();
-      model_.tokenize_bytes(text.substr(start, end - start), spans);
+      model_.tokenize_bytes(work.substr(start, end - start), spans);
       size_t pos = start;
       for (const IdSpan& sp : spans) {
         out.ids.push_back(sp.id);
-        out.offsets.emplace_back(char_start(text, pos), char_end(text, pos + sp.length - 1));
+        const size_t last = pos + sp.length - 1;
+        if (normalized) {
+          const auto [s, e] = nfc.original(pos, last);
+          out.offsets.emplace_back(piece.start + s, piece.start + e);
+        } else {
+          out.offsets.emplace_back(piece.start + char_start(segment, pos), piece.start + char_end(segment, last));
+        }
         pos += sp.length;
       }
     }

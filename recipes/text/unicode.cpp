@@ -208,8 +208,19 @@ std::vector<bool> build_nfc_quick() {
 
 }  // namespace
 
-bool nfc_quick_check(std::string_view text) {
+const std::vector<bool>& nfc_quick_table() {
   static const std::vector<bool> quick = build_nfc_quick();
+  return quick;
+}
+
+bool nfc_quick(char32_t cp) {
+  if (cp < 0x300) return true;
+  const auto& quick = nfc_quick_table();
+  return cp < kQuickLimit && quick[cp];
+}
+
+bool nfc_quick_check(std::string_view text) {
+  const auto& quick = nfc_quick_table();
   for (size_t i = 0; i < text.size();) {
     const auto b = static_cast<unsigned char>(text[i]);
     if (b < 0x80) {

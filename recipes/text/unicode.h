@@ -37,6 +37,9 @@ void normalize_changes(NormalForm form, std::string_view text, std::vector<CharC
 // True when NFC leaves `text` (valid UTF-8) as it is, every change 0: all its characters are starters that
 // nothing composes with and that NFC keeps. False may also mean "not known quickly".
 bool nfc_quick_check(std::string_view text);
+// The per-character test behind it: a starter that no decomposition, composition or exclusion touches. NFC
+// of a text is the NFC of its parts cut before such characters, put together.
+bool nfc_quick(char32_t cp);
 // Rust's char::to_lowercase of each character as changes (a character may become two).
 void lowercase_changes(std::string_view text, std::vector<CharChange>& out);
 

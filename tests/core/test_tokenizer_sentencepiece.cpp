@@ -10,8 +10,8 @@
 
 #include <numeric>
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "data/sentencepiece_tokenizer.h"
 
