@@ -2,6 +2,7 @@
 #include "text/jinja_lexer.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "text/jinja.h"
@@ -270,7 +271,7 @@ class Lexer {
         std::string text = src_.substr(p, f - p);
         text.erase(std::remove(text.begin(), text.end(), '_'), text.end());
         push(Token::Type::Float, text, p);
-        tokens_.back().floating = std::stod(text);
+        tokens_.back().floating = std::strtod(text.c_str(), nullptr);  // no range error: 1e400 is inf, as in Python
         return f;
       }
     }
@@ -298,7 +299,7 @@ class Lexer {
     std::string text = src_.substr(start, e - start);
     text.erase(std::remove(text.begin(), text.end(), '_'), text.end());
     push(Token::Type::Integer, src_.substr(p, e - p), p);
-    tokens_.back().integer = static_cast<int64_t>(std::stoull(text, nullptr, base));
+    tokens_.back().integer = static_cast<int64_t>(std::strtoull(text.c_str(), nullptr, base));
     return e;
   }
 

@@ -439,17 +439,22 @@ class Parser {
     return e;
   }
 
+  // Binary operations take the position of their operator: the token an error in them points at.
   ExprPtr parse_or() {
-    const Token& at = cur();
     ExprPtr left = parse_and();
-    while (skip_name("or")) left = binary_node(Expr::Kind::Or, at, std::move(left), parse_and());
+    while (is_name("or")) {
+      const Token& op = next();
+      left = binary_node(Expr::Kind::Or, op, std::move(left), parse_and());
+    }
     return left;
   }
 
   ExprPtr parse_and() {
-    const Token& at = cur();
     ExprPtr left = parse_not();
-    while (skip_name("and")) left = binary_node(Expr::Kind::And, at, std::move(left), parse_not());
+    while (is_name("and")) {
+      const Token& op = next();
+      left = binary_node(Expr::Kind::And, op, std::move(left), parse_not());
+    }
     return left;
   }
 
@@ -463,8 +468,8 @@ class Parser {
   }
 
   ExprPtr parse_compare() {
-    const Token& at = cur();
     ExprPtr expr = parse_math1();
+    const Token& at = cur();
     std::vector<std::string> ops;
     std::vector<ExprPtr> operands;
     while (true) {
@@ -491,11 +496,10 @@ class Parser {
   }
 
   ExprPtr parse_math1() {
-    const Token& at = cur();
     ExprPtr left = parse_concat();
     while (is_op("+") || is_op("-")) {
-      const std::string op = next().text;
-      left = binary_node(Expr::Kind::Binary, at, std::move(left), parse_concat(), op);
+      const Token& op = next();
+      left = binary_node(Expr::Kind::Binary, op, std::move(left), parse_concat(), op.text);
     }
     return left;
   }
@@ -511,19 +515,20 @@ class Parser {
   }
 
   ExprPtr parse_math2() {
-    const Token& at = cur();
     ExprPtr left = parse_pow();
     while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
-      const std::string op = next().text;
-      left = binary_node(Expr::Kind::Binary, at, std::move(left), parse_pow(), op);
+      const Token& op = next();
+      left = binary_node(Expr::Kind::Binary, op, std::move(left), parse_pow(), op.text);
     }
     return left;
   }
 
   ExprPtr parse_pow() {
-    const Token& at = cur();
     ExprPtr left = parse_unary(true);
-    while (skip_op("**")) left = binary_node(Expr::Kind::Binary, at, std::move(left), parse_unary(true), "**");
+    while (is_op("**")) {
+      const Token& op = next();
+      left = binary_node(Expr::Kind::Binary, op, std::move(left), parse_unary(true), "**");
+    }
     return left;
   }
 
@@ -624,13 +629,13 @@ class Parser {
     if (at.text == ".") {
       const Token& attr = next();
       if (attr.type == TT::Name) {
-        auto e = node(Expr::Kind::Getattr, at);
+        auto e = postfix_node(Expr::Kind::Getattr, *obj);
         e->a = std::move(obj);
         e->name = attr.text;
         return e;
       }
       if (attr.type != TT::Integer) fail(attr, "expected name or number");
-      auto e = node(Expr::Kind::Getitem, at);
+      auto e = postfix_node(Expr::Kind::Getitem, *obj);
       e->a = std::move(obj);
       e->b = node(Expr::Kind::Literal, attr);
       e->b->literal = Value(attr.integer);
@@ -642,7 +647,7 @@ class Parser {
       args.push_back(parse_subscribed());
     }
     expect_op("]");
-    auto e = node(Expr::Kind::Getitem, at);
+    auto e = postfix_node(Expr::Kind::Getitem, *obj);
     e->a = std::move(obj);
     if (args.size() == 1) {
       e->b = std::move(args[0]);
@@ -710,8 +715,18 @@ class Parser {
     expect_op(")");
   }
 
+  // Postfix nodes (calls, attributes, items) take the position of the expression they apply to, so an
+  // error in `messages[0].content.split()` points at `messages`.
+  ExprPtr postfix_node(Expr::Kind kind, const Expr& base) {
+    auto e = std::make_unique<Expr>();
+    e->kind = kind;
+    e->line = base.line;
+    e->column = base.column;
+    return e;
+  }
+
   ExprPtr parse_call(ExprPtr callee) {
-    auto e = node(Expr::Kind::Call, cur());
+    auto e = postfix_node(Expr::Kind::Call, *callee);
     e->a = std::move(callee);
     parse_call_args(*e);
     return e;

@@ -57,9 +57,19 @@ char32_t simple_lower(char32_t c) { return static_cast<char32_t>(utf8proc_tolowe
 char32_t simple_title(char32_t c) { return static_cast<char32_t>(utf8proc_totitle(static_cast<utf8proc_int32_t>(c))); }
 
 // Full case mappings Python applies that the simple ones lack (the common ones only).
+// The Latin ligatures U+FB00..U+FB06 (ff, fi, fl, ffi, ffl, long st, st) in upper case.
+const char32_t* ligature_upper(char32_t c) {
+  static const char32_t* const upper[] = {U"FF", U"FI", U"FL", U"FFI", U"FFL", U"ST", U"ST"};
+  return c >= 0xFB00 && c <= 0xFB06 ? upper[c - 0xFB00] : nullptr;
+}
+
 void append_upper(std::u32string& out, char32_t c) {
   if (c == 0xDF) {  // ß
     out += U"SS";
+    return;
+  }
+  if (const char32_t* l = ligature_upper(c)) {
+    out += l;
     return;
   }
   out.push_back(simple_upper(c));
@@ -74,6 +84,11 @@ void append_lower(std::u32string& out, char32_t c) {
 void append_title(std::u32string& out, char32_t c) {
   if (c == 0xDF) {
     out += U"Ss";
+    return;
+  }
+  if (const char32_t* l = ligature_upper(c)) {  // title case: the first letter up, the rest down
+    out += l[0];
+    for (const char32_t* p = l + 1; *p; ++p) out += simple_lower(*p);
     return;
   }
   out.push_back(simple_title(c));
