@@ -8,6 +8,7 @@
 #include "components/builtin.h"
 #include "config/registry.h"
 #include "data/bpe_tokenizer.h"
+#include "data/hf_tokenizer.h"
 #include "data/json_rows.h"
 #include "data/sentencepiece_tokenizer.h"
 #include "data/sft_datasets.h"
@@ -96,6 +97,53 @@ TokenizerPtr build_bpe(const Args& args, bool llama3) {
   return BpeTokenizer::from_file(resolve_data_path(args.get_string("path")), o);
 }
 
+// YAML (a map of template variables) as JSON, scalars typed as YAML reads them.
+nlohmann::ordered_json yaml_to_json(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return nullptr;
+  if (node.IsSequence()) {
+    auto out = nlohmann::ordered_json::array();
+    for (const auto& item : node) out.push_back(yaml_to_json(item));
+    return out;
+  }
+  if (node.IsMap()) {
+    auto out = nlohmann::ordered_json::object();
+    for (const auto& kv : node) out[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+    return out;
+  }
+  const std::string s = node.Scalar();
+  if (node.Tag() == "!") return s;  // quoted: a string
+  bool b;
+  if (YAML::convert<bool>::decode(node, b)) return b;
+  try {
+    size_t used = 0;
+    const long long i = std::stoll(s, &used);
+    if (used == s.size()) return i;
+    const double d = std::stod(s, &used);
+    if (used == s.size()) return d;
+  } catch (const std::exception&) {
+  }
+  return s;
+}
+
+TokenizerPtr build_hf(const Args& args) {
+  HfTokenizerOptions o;
+  o.max_seq_len = optional_int(args, "max_seq_len");
+  o.prompt_template = prompt_template(args);
+  o.truncation_type = args.get_string("truncation_type");
+  o.parse_special_tokens = args.get_bool("parse_special_tokens");
+  o.bos_token = optional_string(args, "bos_token").value_or("");
+  o.eos_token = optional_string(args, "eos_token").value_or("");
+  o.pad_token = optional_string(args, "pad_token").value_or("");
+  o.chat_template = args.get_string("chat_template");
+  if (o.chat_template != "auto" && o.chat_template != "none") o.chat_template = resolve_data_path(o.chat_template);
+  if (!args.is_null("chat_template_kwargs")) {
+    const YAML::Node kwargs = args.raw("chat_template_kwargs");
+    if (!kwargs.IsMap()) throw arg_error(args, "chat_template_kwargs", "must be a map of variable: value");
+    o.template_kwargs = yaml_to_json(kwargs);
+  }
+  return HfTokenizer::from_path(resolve_data_path(args.get_string("path")), o);
+}
+
 void register_tokenizers(config::Registry& registry) {
   registry.add<TokenizerPtr>(ComponentSpec{"tokenizer",
                                            "torchtune.models.llama2.llama2_tokenizer",
@@ -130,11 +178,20 @@ void register_tokenizers(config::Registry& registry) {
       [](const Args& a) { return build_bpe(a, true); });
 
   auto hf_args = tokenizer_args("null");
+  hf_args[0] = arg("path", ArgType::Path, "a model folder, or its tokenizer.json").must_be_set();
+  hf_args.push_back(arg("chat_template", ArgType::String,
+                        "auto: the model's own chat template (chat_template.jinja or tokenizer_config.json) when it "
+                        "has one; none: torchtune's formatting; or a .jinja file")
+                        .or_default("auto"));
+  hf_args.push_back(arg("chat_template_kwargs", ArgType::Any,
+                        "variables for the chat template, e.g. {enable_thinking: false}")
+                        .or_null()
+                        .or_default("null"));
   hf_args.push_back(
-      arg("bos_token", ArgType::String, "BOS token text (default: detected)").or_null().or_default("null"));
+      arg("bos_token", ArgType::String, "BOS token text (default: the folder's)").or_null().or_default("null"));
   hf_args.push_back(
-      arg("eos_token", ArgType::String, "EOS token text (default: detected)").or_null().or_default("null"));
-  hf_args.push_back(arg("pad_token", ArgType::String, "padding token text (default: detected, else EOS)")
+      arg("eos_token", ArgType::String, "EOS token text (default: the folder's)").or_null().or_default("null"));
+  hf_args.push_back(arg("pad_token", ArgType::String, "padding token text (default: the folder's, else EOS)")
                         .or_null()
                         .or_default("null"));
   hf_args.push_back(arg("parse_special_tokens", ArgType::Bool, "added tokens written in the text become those tokens")
@@ -144,8 +201,8 @@ void register_tokenizers(config::Registry& registry) {
                     "tunebench.data.hf_tokenizer",
                     {"hf_tokenizer"},
                     hf_args,
-                    "any byte-level BPE Hugging Face tokenizer.json (Llama 3, GPT-2 pre-tokenizers)"},
-      [](const Args& a) { return build_bpe(a, false); });
+                    "a Hugging Face model folder's tokenizer (tokenizer.json, its special tokens, its chat template)"},
+      build_hf);
 }
 
 // ---- datasets ----------------------------------------------------------------------------------------------
@@ -204,50 +261,81 @@ std::shared_ptr<Dataset> maybe_pack(std::shared_ptr<Dataset> ds, bool packed, bo
 std::vector<ArgSpec> source_args(const char* default_source, bool source_required) {
   return {
       arg("source", ArgType::String,
-          "json (JSON array or JSON Lines) or text (one document a line); Hub names are not available offline")
+          "json (JSON array or JSON Lines), csv (CSV/TSV with a header row) or text (one document a line); "
+          "Hub names are not available offline")
           .must_be_set(source_required)
           .or_default(default_source),
       arg("data_files", ArgType::Any, "a local file or a list of them").or_null().or_default("null"),
       arg("split", ArgType::String, "local files have only 'train'").or_default("train"),
+      arg("delimiter", ArgType::String, "source: csv: the field separator (default: tab for .tsv, else comma)")
+          .or_null()
+          .or_default("null"),
+      arg("skip_bad_rows", ArgType::Bool,
+          "skip rows that cannot be read or turned into a sample (counted and reported) instead of stopping")
+          .or_default("false"),
       arg("packed", ArgType::Bool, "pack samples into tokenizer.max_seq_len blocks").or_default("false"),
   };
 }
+
+std::optional<char> delimiter(const Args& args) {
+  const auto d = optional_string(args, "delimiter");
+  if (!d) return std::nullopt;
+  if (*d == "\\t" || *d == "tab") return '\t';
+  if (d->size() != 1) throw arg_error(args, "delimiter", "must be one character (or \"\\t\" for tab), got '" + *d + "'");
+  return (*d)[0];
+}
+
+// What the dataset components read from their source arguments.
+struct RowSource {
+  std::string source, split;
+  std::vector<std::string> files;
+  std::optional<char> delimiter;
+  bool skip_bad_rows = false;
+
+  explicit RowSource(const Args& a)
+      : source(a.get_string("source")),
+        split(a.get_string("split")),
+        files(data_files(a)),
+        delimiter(tb::components::delimiter(a)),
+        skip_bad_rows(a.get_bool("skip_bad_rows")) {}
+  std::vector<Row> rows() const { return load_rows(source, files, split, delimiter); }
+  DatasetOrigin origin(const std::string& component) const { return {component, files_text(files), skip_bad_rows}; }
+};
 
 config::ComponentSpec dataset_spec(const char* name, const char* alias, std::vector<ArgSpec> args, const char* help) {
   return ComponentSpec{"dataset", name, {alias}, std::move(args), help};
 }
 
 DatasetFactory sft_factory(const Args& args, const std::string& component, MessageTransform transform) {
-  const std::string source = args.get_string("source");
-  const auto files = data_files(args);
-  const std::string split = args.get_string("split");
+  const RowSource source(args);
   const bool packed = args.get_bool("packed");
   return [=](const DatasetContext& ctx) -> std::shared_ptr<Dataset> {
     const Tokenizer& tok = need_tokenizer(ctx, component);
-    const auto rows = load_rows(source, files, split);
-    auto ds = make_sft_dataset(rows, transform, tok,
-                               component + ": " + std::to_string(rows.size()) + " samples from " + files_text(files));
+    auto ds = make_sft_dataset(source.rows(), transform, tok, source.origin(component));
     return maybe_pack(ds, packed, false, tok, component);
   };
 }
 
 void register_datasets(config::Registry& registry) {
-  {
-    auto args = source_args("tatsu-lab/alpaca", false);
+  // torchtune's alpaca_dataset and alpaca_cleaned_dataset differ only in the Hub dataset they default to;
+  // here both read a local copy (source: json, data_files: ...).
+  const auto register_alpaca = [&](const char* name, const char* alias, const char* hub_source) {
+    auto args = source_args(hub_source, false);
     args.push_back(arg("column_map", ArgType::Any, "instruction/input/output: the file's column names")
                        .or_null()
                        .or_default("null"));
     args.push_back(arg("train_on_input", ArgType::Bool, "the prompt counts in the loss").or_default("true"));
     registry.add<DatasetFactory>(
-        dataset_spec("torchtune.datasets.alpaca_dataset", "alpaca_dataset", args,
-                     "Alpaca instruct rows (instruction, input, output) with the Alpaca prompt"),
-        [](const Args& a) {
+        dataset_spec(name, alias, args, "Alpaca instruct rows (instruction, input, output) with the Alpaca prompt"),
+        [alias](const Args& a) {
           AlpacaOptions o;
           o.column_map = column_map(a, {"instruction", "input", "output"});
           o.masking = masking_strategy(a.get_bool("train_on_input"), "");
-          return sft_factory(a, "alpaca_dataset", [o](const Row& row) { return alpaca_to_messages(row, o); });
+          return sft_factory(a, alias, [o](const Row& row) { return alpaca_to_messages(row, o); });
         });
-  }
+  };
+  register_alpaca("torchtune.datasets.alpaca_dataset", "alpaca_dataset", "tatsu-lab/alpaca");
+  register_alpaca("torchtune.datasets.alpaca_cleaned_dataset", "alpaca_cleaned_dataset", "yahma/alpaca-cleaned");
   {
     auto args = source_args("", true);
     args.push_back(
@@ -298,19 +386,15 @@ void register_datasets(config::Registry& registry) {
         dataset_spec("torchtune.datasets.text_completion_dataset", "text_completion_dataset", args,
                      "free text: one document a line (text) or a column of JSON rows (json)"),
         [](const Args& a) {
-          const std::string source = a.get_string("source");
-          const auto files = data_files(a);
-          const std::string split = a.get_string("split");
-          const std::string col = a.get_string("column");
+          const RowSource source(a);
+          const std::string col = source.source == "text" ? "text" : a.get_string("column");
           const bool add_eos = a.get_bool("add_eos");
           const bool packed = a.get_bool("packed");
           const bool split_across = a.get_bool("split_across_pack");
           return DatasetFactory([=](const DatasetContext& ctx) -> std::shared_ptr<Dataset> {
             const Tokenizer& tok = need_tokenizer(ctx, "text_completion_dataset");
-            const auto rows = load_rows(source, files, split);
-            auto ds = make_text_completion_dataset(
-                rows, source == "text" ? "text" : col, add_eos, tok,
-                "text_completion_dataset: " + std::to_string(rows.size()) + " documents from " + files_text(files));
+            auto ds = make_text_completion_dataset(source.rows(), col, add_eos, tok,
+                                                   source.origin("text_completion_dataset"));
             return maybe_pack(ds, packed, split_across, tok, "text_completion_dataset");
           });
         });

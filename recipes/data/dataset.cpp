@@ -29,6 +29,46 @@ std::string ConcatDataset::description() const {
   return out;
 }
 
+DatasetStats ConcatDataset::stats() const {
+  DatasetStats total;
+  for (const auto& p : parts_) total.add(p->stats());
+  return total;
+}
+
+void DatasetStats::add(const DatasetStats& o) {
+  rows += o.rows;
+  samples += o.samples;
+  tokens += o.tokens;
+  trained_tokens += o.trained_tokens;
+  truncated += o.truncated;
+  bad_rows += o.bad_rows;
+  if (first_bad_row.empty()) first_bad_row = o.first_bad_row;
+  fully_masked += o.fully_masked;
+  if (first_fully_masked.empty()) first_fully_masked = o.first_fully_masked;
+}
+
+void DatasetStats::count_sample(const Sample& sample) {
+  ++samples;
+  tokens += sample.tokens.size();
+  for (const int64_t label : sample.labels) trained_tokens += label != kIgnoreIndex;
+}
+
+std::vector<std::string> DatasetStats::warnings() const {
+  std::vector<std::string> out;
+  if (bad_rows > 0)
+    out.push_back("skipped " + std::to_string(bad_rows) + " bad row(s) (skip_bad_rows: true); the first: " +
+                  first_bad_row);
+  if (fully_masked > 0)
+    out.push_back("dropped " + std::to_string(fully_masked) +
+                  " sample(s) whose every label is masked (nothing to train on; check the masking and max_seq_len); "
+                  "the first: " +
+                  first_fully_masked);
+  if (truncated > 0)
+    out.push_back(std::to_string(truncated) + " of " + std::to_string(samples) +
+                  " sample(s) were truncated to the tokenizer's max_seq_len");
+  return out;
+}
+
 namespace {
 std::string where(const std::string& file, int line) {
   return line > 0 ? file + ":" + std::to_string(line) : file;

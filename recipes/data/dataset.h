@@ -43,6 +43,24 @@ struct Sample {
   std::vector<int64_t> seq_lens;   // packed samples: lengths of the samples in the pack (padding last)
 };
 
+// What building a dataset found in its rows: the run's log and `data preview` report it.
+struct DatasetStats {
+  size_t rows = 0;            // rows read from the files
+  size_t samples = 0;         // samples kept
+  size_t tokens = 0;          // tokens in the kept samples
+  size_t trained_tokens = 0;  // of those, predicted with a label (not masked)
+  size_t truncated = 0;       // samples cut at the tokenizer's max_seq_len
+  size_t bad_rows = 0;        // rows skipped as bad (skip_bad_rows: true)
+  std::string first_bad_row;  // "file:line: message" of the first
+  size_t fully_masked = 0;    // rows dropped because every label was masked
+  std::string first_fully_masked;  // "file:line" of the first
+
+  void add(const DatasetStats& other);
+  void count_sample(const Sample& sample);  // samples, tokens, trained_tokens
+  // One line each for what a user should know: skipped rows, dropped samples, truncation.
+  std::vector<std::string> warnings() const;
+};
+
 class Dataset {
  public:
   virtual ~Dataset() = default;
@@ -50,20 +68,24 @@ class Dataset {
   virtual Sample get(size_t index) const = 0;  // index < size()
   // One line for logs and the GUI, e.g. "alpaca_dataset: 2100 samples from resources/datasets/x.json".
   virtual std::string description() const = 0;
+  // Counts from building it; empty for generated datasets.
+  virtual DatasetStats stats() const { return {}; }
 };
 
 class InMemoryDataset : public Dataset {
  public:
-  InMemoryDataset(std::vector<Sample> samples, std::string description)
-      : samples_(std::move(samples)), description_(std::move(description)) {}
+  InMemoryDataset(std::vector<Sample> samples, std::string description, DatasetStats stats = {})
+      : samples_(std::move(samples)), description_(std::move(description)), stats_(std::move(stats)) {}
   size_t size() const override { return samples_.size(); }
   Sample get(size_t index) const override { return samples_.at(index); }
   const Sample& at(size_t index) const { return samples_.at(index); }
   std::string description() const override { return description_; }
+  DatasetStats stats() const override { return stats_; }
 
  private:
   std::vector<Sample> samples_;
   std::string description_;
+  DatasetStats stats_;
 };
 
 // The samples of several datasets one after the other (torchtune's ConcatDataset).
@@ -73,6 +95,7 @@ class ConcatDataset : public Dataset {
   size_t size() const override { return total_; }
   Sample get(size_t index) const override;
   std::string description() const override;
+  DatasetStats stats() const override;
 
  private:
   std::vector<std::shared_ptr<const Dataset>> parts_;

@@ -10,7 +10,7 @@
 namespace tb::data {
 namespace {
 
-using nlohmann::json;
+using json = RowJson;
 
 std::string read_all(const std::string& path, const std::string& display_name) {
   std::ifstream in(path, std::ios::binary);
@@ -27,17 +27,23 @@ int line_at(const std::string& text, size_t offset, int first_line) {
   return line;
 }
 
-json parse_row(const std::string& text, const std::string& file, int line) {
+// The row at `line` of `file` parsed from `text`; a syntax error makes it a bad row, located on the
+// line the error falls on.
+Row parse_row(const std::string& text, const std::string& file, int line) {
+  Row row;
+  row.file = file;
+  row.line = line;
   try {
-    return json::parse(text);
+    row.value = json::parse(text);
   } catch (const json::parse_error& e) {
     // e.byte is 1-based and points just past the problem; report the line it falls on.
     const size_t at = e.byte > 0 ? e.byte - 1 : 0;
     std::string what = e.what();
     const auto colon = what.find("syntax error");
-    throw DataError(file, line_at(text, at, line),
-                    "invalid JSON: " + (colon != std::string::npos ? what.substr(colon) : what));
+    row.line = line_at(text, at, line);
+    row.error = "invalid JSON: " + (colon != std::string::npos ? what.substr(colon) : what);
   }
+  return row;
 }
 
 // The elements of a top-level JSON array as text slices with their first lines. Only strings and
@@ -51,11 +57,7 @@ std::vector<Row> split_array(const std::string& text, const std::string& file, s
   int element_line = 0;
   auto finish = [&](size_t end) {
     if (element_start == std::string::npos) throw DataError(file, line, "invalid JSON: empty element in the array");
-    Row row;
-    row.file = file;
-    row.line = element_line;
-    row.value = parse_row(text.substr(element_start, end - element_start), file, element_line);
-    rows.push_back(std::move(row));
+    rows.push_back(parse_row(text.substr(element_start, end - element_start), file, element_line));
     element_start = std::string::npos;
   };
   for (size_t i = open_bracket + 1; i < text.size(); ++i) {
@@ -106,11 +108,7 @@ std::vector<Row> parse_json_rows(const std::string& text, const std::string& fil
   while (std::getline(in, line)) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    Row row;
-    row.file = file;
-    row.line = line_no;
-    row.value = parse_row(line, file, line_no);
-    rows.push_back(std::move(row));
+    rows.push_back(parse_row(line, file, line_no));
   }
   return rows;
 }
@@ -146,7 +144,12 @@ std::string resolve_data_path(const std::string& path) {
   return path;
 }
 
+void require_readable(const Row& row) {
+  if (!row.error.empty()) throw DataError(row.file, row.line, row.error);
+}
+
 std::string string_column(const Row& row, const std::string& column, bool allow_null) {
+  require_readable(row);
   if (!row.value.is_object()) throw DataError(row.file, row.line, "a row must be a JSON object");
   const auto it = row.value.find(column);
   if (it == row.value.end() || it->is_null()) {

@@ -9,14 +9,21 @@
 
 namespace tb::data {
 
+// Rows keep their keys in file order (ordered_json): a chat template prints dicts such as tool-call
+// arguments in the order the data gave them, as Python would.
+using RowJson = nlohmann::ordered_json;
+
 struct Row {
-  nlohmann::json value;
-  std::string file;  // as the user named it
-  int line = 0;      // 1-based line where the row starts
+  RowJson value;
+  std::string file;   // as the user named it
+  int line = 0;       // 1-based line where the row starts
+  std::string error;  // non-empty: the row could not be read (invalid JSON, wrong number of fields); value is null
 };
 
 // A JSON array of objects (one element a row) or JSON Lines (one object a line; blank lines skipped),
-// told apart by the first non-blank character. Throws DataError for unreadable files and invalid JSON.
+// told apart by the first non-blank character. A line or element that is not valid JSON becomes a row
+// with `error` set (the dataset reports or skips it); a file that cannot be read, or an array whose
+// brackets do not close, throws DataError.
 std::vector<Row> read_json_rows(const std::string& path, const std::string& display_name);
 std::vector<Row> parse_json_rows(const std::string& text, const std::string& display_name);
 
@@ -27,6 +34,9 @@ std::vector<Row> read_text_rows(const std::string& path, const std::string& disp
 // the share folder (config::share_dir(), which holds resources/). Returns the first that exists, or the
 // path as given.
 std::string resolve_data_path(const std::string& path);
+
+// Throws the row's DataError when it could not be read.
+void require_readable(const Row& row);
 
 // The string in column `column` of a row; DataError when it is missing or not a string. `allow_null`
 // returns "" for a missing or null value instead.

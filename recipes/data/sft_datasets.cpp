@@ -1,5 +1,6 @@
 #include "data/sft_datasets.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace tb::data {
@@ -11,9 +12,10 @@ std::string column(const std::map<std::string, std::string>& map, const std::str
 }
 
 // The text of an OpenAI-style content: a string, or a list of {"type": "text", "text": ...} parts.
-std::vector<std::string> content_parts(const nlohmann::json& content, const Row& row, size_t index) {
+std::vector<std::string> content_parts(const RowJson& content, const Row& row, size_t index) {
   const std::string where = "message " + std::to_string(index);
   if (content.is_string()) return {content.get<std::string>()};
+  if (content.is_null()) return {};  // an assistant turn that only calls tools
   if (!content.is_array()) throw DataError(row.file, row.line, where + ": 'content' is neither text nor a list of parts");
   std::vector<std::string> parts;
   for (const auto& part : content) {
@@ -86,7 +88,17 @@ std::vector<Message> chat_to_messages(const Row& row, const ChatOptions& options
   if (!row.value.is_object()) throw DataError(row.file, row.line, "a row must be a JSON object");
   const auto it = row.value.find(options.conversation_column);
   if (it == row.value.end()) throw DataError(row.file, row.line, "missing column '" + options.conversation_column + "'");
-  if (!it->is_array())
+  RowJson parsed;
+  if (it->is_string()) {
+    // A CSV cell holds the conversation as JSON text.
+    try {
+      parsed = RowJson::parse(it->get<std::string>());
+    } catch (const RowJson::parse_error&) {
+      throw DataError(row.file, row.line, "column '" + options.conversation_column + "' is text that is not a JSON list");
+    }
+  }
+  const RowJson& conversation = it->is_string() ? parsed : *it;
+  if (!conversation.is_array())
     throw DataError(row.file, row.line, "column '" + options.conversation_column + "' is not a list of messages");
   const bool sharegpt = options.conversation_style == "sharegpt";
   if (!sharegpt && options.conversation_style != "openai")
@@ -95,7 +107,7 @@ std::vector<Message> chat_to_messages(const Row& row, const ChatOptions& options
   const char* content_key = sharegpt ? "value" : "content";
   std::vector<Message> messages;
   if (options.new_system_prompt) messages.emplace_back("system", *options.new_system_prompt, true);
-  const auto& turns = *it;
+  const auto& turns = conversation;
   for (size_t i = 0; i < turns.size(); ++i) {
     const auto& t = turns[i];
     const std::string where = "message " + std::to_string(i);
@@ -114,6 +126,8 @@ std::vector<Message> chat_to_messages(const Row& row, const ChatOptions& options
     Message m;
     m.role = role;
     m.content = content_parts(t[content_key], row, i);
+    for (const auto& [key, value] : t.items())
+      if (key != role_key && key != content_key) m.fields[key] = value;
     // A tool call does not end the turn: the tool answers next.
     if (role == "tool" || role == "ipython") {
       m.eot = false;
@@ -149,45 +163,28 @@ void validate_messages(const std::vector<Message>& messages, const Row& row) {
 }
 
 std::shared_ptr<InMemoryDataset> make_sft_dataset(const std::vector<Row>& rows, const MessageTransform& transform,
-                                                  const Tokenizer& tokenizer, const std::string& description) {
+                                                  const Tokenizer& tokenizer, const DatasetOrigin& origin) {
   std::vector<Sample> samples;
   samples.reserve(rows.size());
-  for (const auto& row : rows) {
+  DatasetStats stats;
+  for_each_row(rows, origin.skip_bad_rows, stats, [&](const Row& row) {
     std::vector<Message> messages = transform(row);
     validate_messages(messages, row);
-    TokenizedMessages tm;
-    try {
-      tm = tokenizer.tokenize_messages(messages);
-    } catch (const DataError&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw DataError(row.file, row.line, e.what());
-    }
+    const TokenizedMessages tm = tokenizer.tokenize_messages(messages);
     Sample s;
     s.labels = shifted_labels(tm.tokens, tm.mask);
-    s.tokens = std::move(tm.tokens);
+    s.tokens = tm.tokens;
+    if (std::all_of(s.labels.begin(), s.labels.end(), [](int64_t l) { return l == kIgnoreIndex; })) {
+      if (stats.fully_masked++ == 0) stats.first_fully_masked = row.file + ":" + std::to_string(row.line);
+      return;
+    }
+    stats.truncated += tm.truncated;
+    stats.count_sample(s);
     samples.push_back(std::move(s));
-  }
-  return std::make_shared<InMemoryDataset>(std::move(samples), description);
-}
-
-std::vector<Row> load_rows(const std::string& source, const std::vector<std::string>& data_files,
-                           const std::string& split) {
-  if (split != "train" && !split.empty())
-    throw std::invalid_argument("split '" + split + "': local files have only the 'train' split");
-  if (source != "json" && source != "text") {
-    throw std::invalid_argument("source '" + source +
-                                "' is not available: Tunebench reads local files only; use source: json (JSON array "
-                                "or JSON Lines) or source: text, with data_files: <path>");
-  }
-  if (data_files.empty()) throw std::invalid_argument("source: " + source + " needs data_files (a path or a list of paths)");
-  std::vector<Row> rows;
-  for (const auto& name : data_files) {
-    const std::string path = resolve_data_path(name);
-    auto part = source == "json" ? read_json_rows(path, name) : read_text_rows(path, name);
-    rows.insert(rows.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
-  }
-  return rows;
+  });
+  const std::string description = origin.component + ": " + std::to_string(samples.size()) + " samples from " +
+                                  origin.files;
+  return std::make_shared<InMemoryDataset>(std::move(samples), description, std::move(stats));
 }
 
 }  // namespace tb::data

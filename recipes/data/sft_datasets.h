@@ -12,6 +12,7 @@
 
 #include "data/dataset.h"
 #include "data/json_rows.h"
+#include "data/row_sources.h"
 #include "data/tokenizer.h"
 
 namespace tb::data {
@@ -56,14 +57,11 @@ std::vector<Message> chat_to_messages(const Row& row, const ChatOptions& options
 void validate_messages(const std::vector<Message>& messages, const Row& row);
 
 using MessageTransform = std::function<std::vector<Message>(const Row& row)>;
-// Every row through `transform` and the tokenizer. Problems in a row are DataErrors naming its line.
-std::shared_ptr<InMemoryDataset> make_sft_dataset(const std::vector<Row>& rows, const MessageTransform& transform,
-                                                  const Tokenizer& tokenizer, const std::string& description);
 
-// The rows of a local dataset: `source` is "json" (JSON array or JSONL) or "text" (one document a
-// line); `data_files` are local paths (see resolve_data_path). A Hugging Face Hub name as source is
-// refused with a message saying how to point at a local file.
-std::vector<Row> load_rows(const std::string& source, const std::vector<std::string>& data_files,
-                           const std::string& split = "train");
+// Every row through `transform`, validate_messages and the tokenizer. A bad row is a DataError naming its
+// file and line, or is skipped and counted (origin.skip_bad_rows). A sample whose every label is masked
+// (nothing to learn: e.g. truncation cut the whole answer) is dropped and counted; stats() reports both.
+std::shared_ptr<InMemoryDataset> make_sft_dataset(const std::vector<Row>& rows, const MessageTransform& transform,
+                                                  const Tokenizer& tokenizer, const DatasetOrigin& origin);
 
 }  // namespace tb::data

@@ -9,24 +9,25 @@ namespace tb::data {
 
 std::shared_ptr<InMemoryDataset> make_text_completion_dataset(const std::vector<Row>& rows, const std::string& column,
                                                               bool add_eos, const Tokenizer& tokenizer,
-                                                              const std::string& description) {
+                                                              const DatasetOrigin& origin) {
   std::vector<Sample> samples;
   samples.reserve(rows.size());
-  for (const auto& row : rows) {
-    const std::string text = string_column(row, column);
-    std::vector<int64_t> tokens;
-    try {
-      tokens = tokenizer.encode(text, true, add_eos);
-    } catch (const std::exception& e) {
-      throw DataError(row.file, row.line, e.what());
+  DatasetStats stats;
+  for_each_row(rows, origin.skip_bad_rows, stats, [&](const Row& row) {
+    std::vector<int64_t> tokens = tokenizer.encode(string_column(row, column), true, add_eos);
+    if (const auto n = tokenizer.max_seq_len(); n && static_cast<int64_t>(tokens.size()) > *n - 1) {
+      tokens = truncate<int64_t>(tokens, *n - 1);
+      ++stats.truncated;
     }
-    if (const auto n = tokenizer.max_seq_len()) tokens = truncate<int64_t>(tokens, *n - 1);
     Sample s;
     s.labels = shifted_labels(tokens);
     s.tokens = std::move(tokens);
+    stats.count_sample(s);
     samples.push_back(std::move(s));
-  }
-  return std::make_shared<InMemoryDataset>(std::move(samples), description);
+  });
+  const std::string description = origin.component + ": " + std::to_string(samples.size()) + " documents from " +
+                                  origin.files;
+  return std::make_shared<InMemoryDataset>(std::move(samples), description, std::move(stats));
 }
 
 namespace {
@@ -142,7 +143,8 @@ std::shared_ptr<InMemoryDataset> pack_dataset(const Dataset& dataset, int64_t ma
   if (!current.tokens.empty() && !full()) packs.push_back(finish_pack(std::move(current), max_seq_len, pad_id));
   std::string description = "packed into " + std::to_string(packs.size()) + " blocks of " +
                             std::to_string(max_seq_len) + " tokens: " + dataset.description();
-  return std::make_shared<InMemoryDataset>(std::move(packs), std::move(description));
+  // The rows' counts stay those of the samples before packing.
+  return std::make_shared<InMemoryDataset>(std::move(packs), std::move(description), dataset.stats());
 }
 
 }  // namespace tb::data

@@ -10,6 +10,7 @@
 
 #include "data/dataset.h"
 #include "data/json_rows.h"
+#include "data/row_sources.h"
 
 namespace tb::data {
 
@@ -17,10 +18,10 @@ class Tokenizer;
 
 // torchtune's TextCompletionDataset: each document is BOS + text (+ EOS when add_eos), truncated to
 // max_seq_len - 1 tokens when the tokenizer has a max_seq_len (torchtune's rule; EOS is not forced),
-// every position trained.
+// every position trained. Bad rows as make_sft_dataset.
 std::shared_ptr<InMemoryDataset> make_text_completion_dataset(const std::vector<Row>& rows, const std::string& column,
                                                               bool add_eos, const Tokenizer& tokenizer,
-                                                              const std::string& description);
+                                                              const DatasetOrigin& origin);
 
 // `num_samples` samples of `seq_len` token ids drawn uniformly from [0, vocab_size), every position
 // trained. Sample i depends only on (seed, i): generated on demand, the same in any order and run.

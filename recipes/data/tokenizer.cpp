@@ -113,7 +113,8 @@ TokenizedMessages tokenize_messages_no_special_tokens(const std::vector<Message>
   bool start_of_turn = true;
   bool prev_ends_with_space = false;
   bool last_masked = false;
-  for (const auto& message : messages) {
+  for (size_t m = 0; m < messages.size(); ++m) {
+    const Message& message = messages[m];
     last_masked = message.masked;
     const bool end_of_turn = message.role == "assistant";
     if (start_of_turn && bos_id) {
@@ -141,9 +142,13 @@ TokenizedMessages tokenize_messages_no_special_tokens(const std::vector<Message>
     } else {
       start_of_turn = false;
     }
-    if (max_seq_len && static_cast<int64_t>(out.tokens.size()) >= *max_seq_len) break;
+    if (max_seq_len && static_cast<int64_t>(out.tokens.size()) >= *max_seq_len) {
+      out.truncated = m + 1 < messages.size();
+      break;
+    }
   }
   if (max_seq_len) {
+    out.truncated = out.truncated || static_cast<int64_t>(out.tokens.size()) > *max_seq_len;
     out.tokens = truncate<int64_t>(out.tokens, *max_seq_len, eos_id, truncation_type);
     out.mask = truncate<bool>(out.mask, *max_seq_len, eos_id ? std::optional<bool>(last_masked) : std::nullopt,
                               truncation_type);

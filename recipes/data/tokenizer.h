@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace tb::data {
 
 // One turn of a conversation, as torchtune's Message. `content` holds text parts that are encoded
@@ -26,6 +28,9 @@ struct Message {
   bool masked = false;               // excluded from the loss
   bool eot = true;                   // ends the turn (Llama 3: <|eot_id|>, else <|eom_id|>)
   bool ipython = false;              // a tool call (Llama 3: prefixed with <|python_tag|>)
+  // The message's other fields as the data gave them (tool_calls, reasoning_content, name,
+  // tool_call_id, ...): a model's chat template may render them.
+  nlohmann::ordered_json fields = nlohmann::ordered_json::object();
 
   Message() = default;
   Message(std::string role_, std::string text, bool masked_ = false)
@@ -37,6 +42,7 @@ struct Message {
 struct TokenizedMessages {
   std::vector<int64_t> tokens;
   std::vector<bool> mask;
+  bool truncated = false;  // cut at max_seq_len
 };
 
 // Tags placed around each role's text (torchtune's PromptTemplate and the model chat templates).

@@ -22,6 +22,7 @@ TrainingRun::TrainingRun(const config::Config& cfg, const config::Registry& regi
   loader_options.pad_id = tokenizer_->pad_id();
   loader_ = std::make_unique<data::DataLoader>(dataset, loader_options);
   log_info(logger, dataset->description());
+  for (const auto& warning : dataset->stats().warnings()) logger.log_event({{"event", "warning"}, {"message", "dataset: " + warning}});
 
   // The step and its optimizer.
   StepOptions step_options;

@@ -1,0 +1,49 @@
+#include "data/row_sources.h"
+
+#include <stdexcept>
+
+#include "data/csv_rows.h"
+
+namespace tb::data {
+
+std::vector<Row> load_rows(const std::string& source, const std::vector<std::string>& data_files,
+                           const std::string& split, std::optional<char> delimiter) {
+  if (split != "train" && !split.empty())
+    throw std::invalid_argument("split '" + split + "': local files have only the 'train' split");
+  if (source != "json" && source != "text" && source != "csv") {
+    throw std::invalid_argument("source '" + source +
+                                "' is not available: Tunebench reads local files only; use source: json (JSON array "
+                                "or JSON Lines), csv (CSV or TSV with a header row) or text (one document a line), "
+                                "with data_files: <path>");
+  }
+  if (data_files.empty()) throw std::invalid_argument("source: " + source + " needs data_files (a path or a list of paths)");
+  std::vector<Row> rows;
+  for (const auto& name : data_files) {
+    const std::string path = resolve_data_path(name);
+    std::vector<Row> part;
+    if (source == "json") part = read_json_rows(path, name);
+    else if (source == "csv") part = read_delimited_rows(path, name, delimiter.value_or(delimiter_for(name)));
+    else part = read_text_rows(path, name);
+    rows.insert(rows.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+  }
+  return rows;
+}
+
+void for_each_row(const std::vector<Row>& rows, bool skip_bad_rows, DatasetStats& stats,
+                  const std::function<void(const Row&)>& build) {
+  for (const Row& row : rows) {
+    ++stats.rows;
+    try {
+      require_readable(row);
+      build(row);
+    } catch (const std::exception& e) {
+      // Every problem is reported at its row: the file and line a user can open.
+      const auto* located = dynamic_cast<const DataError*>(&e);
+      DataError error = located ? *located : DataError(row.file, row.line, e.what());
+      if (!skip_bad_rows) throw error;
+      if (stats.bad_rows++ == 0) stats.first_bad_row = error.what();
+    }
+  }
+}
+
+}  // namespace tb::data

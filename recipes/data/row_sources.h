@@ -1,0 +1,38 @@
+// Where dataset rows come from (local files in the formats people keep chat and instruction data in),
+// and how a dataset walks them: a bad row stops the build with its file and line, or, when the user
+// asked for skip_bad_rows, is counted and passed over.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "data/json_rows.h"
+
+namespace tb::data {
+
+// The rows of local files, as Hugging Face `load_dataset(source, data_files=...)` names the formats:
+//   json  a JSON array of objects or JSON Lines (.json, .jsonl)
+//   csv   comma- or tab-separated with a header row (`delimiter`, default from the extension: .tsv is tab)
+//   text  one document a line: rows {"text": line}
+// `data_files` are local paths (see resolve_data_path). A Hub dataset name as source is refused with a
+// message saying how to point at a local file. Throws std::invalid_argument / DataError.
+std::vector<Row> load_rows(const std::string& source, const std::vector<std::string>& data_files,
+                           const std::string& split = "train", std::optional<char> delimiter = std::nullopt);
+
+// Names a dataset in logs ("chat_dataset: 120 samples from data/chat.jsonl") and says what to do with bad rows.
+struct DatasetOrigin {
+  std::string component;  // e.g. "chat_dataset"
+  std::string files;      // the data files, as the config named them
+  bool skip_bad_rows = false;
+};
+
+// Calls `build` on every row (counting them in stats.rows). A row that could not be read, or whose
+// `build` throws, stops with a DataError naming the row's file and line; with skip_bad_rows it is counted
+// in stats.bad_rows (the first message kept) and the walk goes on.
+void for_each_row(const std::vector<Row>& rows, bool skip_bad_rows, DatasetStats& stats,
+                  const std::function<void(const Row&)>& build);
+
+}  // namespace tb::data
