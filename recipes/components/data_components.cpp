@@ -8,6 +8,7 @@
 #include "components/builtin.h"
 #include "config/registry.h"
 #include "data/bpe_tokenizer.h"
+#include "data/family_tokenizers.h"
 #include "data/hf_tokenizer.h"
 #include "data/json_rows.h"
 #include "data/sentencepiece_tokenizer.h"
@@ -95,6 +96,61 @@ TokenizerPtr build_bpe(const Args& args, bool llama3) {
     o.pad_token = optional_string(args, "pad_token").value_or("");
   }
   return BpeTokenizer::from_file(resolve_data_path(args.get_string("path")), o);
+}
+
+FamilyTokenizerOptions family_options(const Args& args) {
+  FamilyTokenizerOptions o;
+  o.max_seq_len = optional_int(args, "max_seq_len");
+  o.prompt_template = prompt_template(args);
+  o.truncation_type = args.get_string("truncation_type");
+  if (const auto p = optional_string(args, "special_tokens_path")) o.special_tokens = read_added_tokens(resolve_data_path(*p));
+  return o;
+}
+
+// torchtune's vocab.json + merges.txt tokenizers name their two files differently per family.
+std::vector<ArgSpec> vocab_merges_args(const char* vocab_key, const char* merges_key) {
+  auto args = tokenizer_args("null");
+  args[0] = arg(vocab_key, ArgType::Path, "vocab.json").must_be_set();
+  args.insert(args.begin() + 1, arg(merges_key, ArgType::Path, "merges.txt").must_be_set());
+  args.insert(args.begin() + 2, arg("special_tokens_path", ArgType::Path,
+                                    "tokenizer.json whose added_tokens replace the family's special tokens")
+                                    .or_null()
+                                    .or_default("null"));
+  return args;
+}
+
+void register_family_tokenizers(config::Registry& registry) {
+  const std::pair<const char*, QwenVersion> qwens[] = {
+      {"qwen2", QwenVersion::Qwen2}, {"qwen2_5", QwenVersion::Qwen2_5}, {"qwen3", QwenVersion::Qwen3}};
+  for (const auto& [family, version] : qwens) {
+    const std::string name = std::string(family) + "_tokenizer";
+    const QwenVersion v = version;
+    registry.add<TokenizerPtr>(
+        ComponentSpec{"tokenizer", "torchtune.models." + std::string(family) + "." + name, {name},
+                      vocab_merges_args("path", "merges_file"),
+                      "Qwen byte-level BPE (vocab.json + merges.txt) with ChatML turns, as torchtune formats them"},
+        [v](const Args& a) {
+          return make_qwen_tokenizer(v, resolve_data_path(a.get_string("path")),
+                                     resolve_data_path(a.get_string("merges_file")), family_options(a));
+        });
+  }
+  auto phi3_args = tokenizer_args("null");
+  phi3_args.insert(phi3_args.begin() + 1, arg("special_tokens_path", ArgType::Path,
+                                              "tokenizer.json whose added_tokens replace Phi-3's special tokens")
+                                              .or_null()
+                                              .or_default("null"));
+  registry.add<TokenizerPtr>(
+      ComponentSpec{"tokenizer", "torchtune.models.phi3.phi3_mini_tokenizer", {"phi3_mini_tokenizer"}, phi3_args,
+                    "Phi-3 mini SentencePiece tokenizer.model with <|user|> <|assistant|> <|end|> turns"},
+      [](const Args& a) { return make_phi3_mini_tokenizer(resolve_data_path(a.get_string("path")), family_options(a)); });
+  registry.add<TokenizerPtr>(
+      ComponentSpec{"tokenizer", "torchtune.models.phi4.phi4_tokenizer", {"phi4_tokenizer"},
+                    vocab_merges_args("vocab_path", "merges_path"),
+                    "Phi-4 byte-level BPE (vocab.json + merges.txt) with <|im_start|>role<|im_sep|> turns"},
+      [](const Args& a) {
+        return make_phi4_tokenizer(resolve_data_path(a.get_string("vocab_path")),
+                                   resolve_data_path(a.get_string("merges_path")), family_options(a));
+      });
 }
 
 // YAML (a map of template variables) as JSON, scalars typed as YAML reads them.
@@ -429,6 +485,7 @@ void register_datasets(config::Registry& registry) {
 
 void register_data(config::Registry& registry) {
   register_tokenizers(registry);
+  register_family_tokenizers(registry);
   register_datasets(registry);
 }
 

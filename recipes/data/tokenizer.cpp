@@ -37,13 +37,33 @@ PromptTemplate PromptTemplate::mistral_chat() {
   return t;
 }
 
+PromptTemplate PromptTemplate::chatml() {
+  PromptTemplate t;
+  t.kind_ = Kind::ChatML;
+  t.tags_ = {{"system", {"<|im_start|>system\n", "<|im_end|>\n"}},
+             {"user", {"<|im_start|>user\n", "<|im_end|>\n"}},
+             {"assistant", {"<|im_start|>assistant\n", "<|im_end|>\n"}},
+             {"ipython", {"", ""}}};
+  return t;
+}
+
 PromptTemplate PromptTemplate::from_name(const std::string& name) {
   auto is = [&](const char* short_name, const char* dotted) { return name == short_name || name == dotted; };
   if (is("Llama2ChatTemplate", "torchtune.models.llama2.Llama2ChatTemplate")) return llama2_chat();
   if (is("MistralChatTemplate", "torchtune.models.mistral.MistralChatTemplate")) return mistral_chat();
+  if (is("ChatMLTemplate", "torchtune.data.ChatMLTemplate")) return chatml();
+  // torchtune's task templates: tags around the user's text only.
+  if (is("GrammarErrorCorrectionTemplate", "torchtune.data.GrammarErrorCorrectionTemplate"))
+    return custom({{"user", {"Correct this to standard English: ", "\n---\nCorrected: "}}});
+  if (is("SummarizeTemplate", "torchtune.data.SummarizeTemplate"))
+    return custom({{"user", {"Summarize this dialogue:\n", "\n---\nSummary:\n"}}});
+  if (is("QuestionAnswerTemplate", "torchtune.data.QuestionAnswerTemplate"))
+    return custom({{"user", {"Question: ", "\n\nAnswer: "}}});
   throw std::invalid_argument("unknown prompt_template '" + name +
                               "' (known: torchtune.models.llama2.Llama2ChatTemplate, "
-                              "torchtune.models.mistral.MistralChatTemplate, null, or a map role: [prepend, append])");
+                              "torchtune.models.mistral.MistralChatTemplate, torchtune.data.ChatMLTemplate, "
+                              "torchtune.data.GrammarErrorCorrectionTemplate, torchtune.data.SummarizeTemplate, "
+                              "torchtune.data.QuestionAnswerTemplate, null, or a map role: [prepend, append])");
 }
 
 std::vector<Message> PromptTemplate::apply(const std::vector<Message>& messages) const {
@@ -85,12 +105,16 @@ std::vector<Message> PromptTemplate::apply(const std::vector<Message>& messages)
     }
     return out;
   }
-  for (const auto& m : messages) {
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const Message& m = messages[i];
     Message formatted = m;
     const auto it = tags_.find(m.role);
+    // ChatML leaves a trailing empty assistant message open: generation continues after its tag.
+    const bool open_turn =
+        kind_ == Kind::ChatML && m.role == "assistant" && i + 1 == messages.size() && m.text().empty();
     if (it != tags_.end()) {
       if (!it->second.first.empty()) formatted.content.insert(formatted.content.begin(), it->second.first);
-      if (!it->second.second.empty()) formatted.content.push_back(it->second.second);
+      if (!it->second.second.empty() && !open_turn) formatted.content.push_back(it->second.second);
     }
     out.push_back(std::move(formatted));
   }

@@ -48,14 +48,18 @@ struct TokenizedMessages {
 // Tags placed around each role's text (torchtune's PromptTemplate and the model chat templates).
 class PromptTemplate {
  public:
-  enum class Kind { Custom, Llama2Chat, MistralChat };
+  enum class Kind { Custom, Llama2Chat, MistralChat, ChatML };
 
   PromptTemplate() = default;  // Custom with no tags: leaves messages as they are
   static PromptTemplate custom(std::map<std::string, std::pair<std::string, std::string>> tags);
   static PromptTemplate llama2_chat();   // [INST] ... [/INST], <<SYS>> folded into user turns
   static PromptTemplate mistral_chat();  // [INST] ... [/INST]; a system message is an error
-  // By torchtune's dotted name or short name (Llama2ChatTemplate, MistralChatTemplate, ChatMLTemplate
-  // is not supported). Throws std::invalid_argument naming the accepted values.
+  // <|im_start|>role\n ... <|im_end|>\n as text; a trailing empty assistant message gets only its
+  // opening tag (the model continues from it).
+  static PromptTemplate chatml();
+  // By torchtune's dotted name or short name: Llama2ChatTemplate, MistralChatTemplate, ChatMLTemplate,
+  // GrammarErrorCorrectionTemplate, SummarizeTemplate, QuestionAnswerTemplate. Throws
+  // std::invalid_argument naming the accepted values.
   static PromptTemplate from_name(const std::string& name);
 
   std::vector<Message> apply(const std::vector<Message>& messages) const;

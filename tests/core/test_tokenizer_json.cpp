@@ -10,6 +10,7 @@
 
 #include "test_main.h"
 #include "test_support.h"
+#include "tokenizers_reference.h"
 
 #include <filesystem>
 #include <fstream>
@@ -122,29 +123,7 @@ Texts hard_texts() {
 // Hugging Face tokenizers on `tokenizer_path`; an error (no node, no module, a failing run) is a failure of
 // the test, never a skip.
 json run_reference(const std::string& tokenizer_path, const Texts& texts, QString* error) {
-  QString node = qEnvironmentVariable("TB_NODE");
-  if (node.isEmpty()) node = QStandardPaths::findExecutable("node");
-  if (node.isEmpty()) {
-    *error = "node is not on PATH: the tokenizers reference needs it (scripts/setup.sh test installs it)";
-    return nullptr;
-  }
-  const QString dir = QStringLiteral(TB_SOURCE_DIR "/tests/reference/tokenizers");
-  if (!QFile::exists(dir + "/node_modules/tokenizers/package.json")) {
-    *error = "the tokenizers npm package is missing: run 'npm ci' in " + dir + " (scripts/setup.sh test does)";
-    return nullptr;
-  }
-  QTemporaryDir tmp;
-  const std::string texts_path = tmp.filePath("texts.json").toStdString();
-  std::ofstream(texts_path, std::ios::binary) << json(texts).dump();
-  const auto r = tbtest::run_process(
-      node,
-      {dir + "/tokenizers_reference.mjs", QString::fromStdString(tokenizer_path), QString::fromStdString(texts_path)},
-      120000);
-  if (r.code != 0 || r.crashed) {
-    *error = "the tokenizers reference failed: " + r.err.right(2000);
-    return nullptr;
-  }
-  return json::parse(tbtest::last_line(r.out).toStdString())["results"];
+  return tbtest::run_tokenizers_reference(tokenizer_path, texts, error);
 }
 
 json offsets_json(const std::vector<std::pair<size_t, size_t>>& offsets) {

@@ -1,0 +1,49 @@
+// Hugging Face tokenizers, run live through its Node binding (tests/reference/tokenizers): the
+// independent implementation the tokenizer tests compare with.
+#pragma once
+
+#include <QFile>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+
+namespace tbtest {
+
+// One result per text: ids (add_special_tokens=False), offsets (byte ranges), ids_special, offsets_special,
+// decoded (skip_special_tokens), decoded_keep, decoded_plain. Null with `error` set when the reference
+// cannot run.
+inline nlohmann::json run_tokenizers_reference(const std::string& tokenizer_path, const std::vector<std::string>& texts,
+                                               QString* error) {
+  QString node = qEnvironmentVariable("TB_NODE");
+  if (node.isEmpty()) node = QStandardPaths::findExecutable("node");
+  if (node.isEmpty()) {
+    *error = "node is not on PATH: the tokenizers reference needs it (scripts/setup.sh test installs it)";
+    return nullptr;
+  }
+  const QString dir = QStringLiteral(TB_SOURCE_DIR "/tests/reference/tokenizers");
+  if (!QFile::exists(dir + "/node_modules/tokenizers/package.json")) {
+    *error = "the tokenizers npm package is missing: run 'npm ci' in " + dir + " (scripts/setup.sh test does)";
+    return nullptr;
+  }
+  QTemporaryDir tmp;
+  const std::string texts_path = tmp.filePath("texts.json").toStdString();
+  std::ofstream(texts_path, std::ios::binary) << nlohmann::json(texts).dump();
+  const auto r = run_process(
+      node,
+      {dir + "/tokenizers_reference.mjs", QString::fromStdString(tokenizer_path), QString::fromStdString(texts_path)},
+      120000);
+  if (r.code != 0 || r.crashed) {
+    *error = "the tokenizers reference failed: " + r.err.right(2000);
+    return nullptr;
+  }
+  return nlohmann::json::parse(last_line(r.out).toStdString())["results"];
+}
+
+}  // namespace tbtest
