@@ -19,8 +19,11 @@
 #include "config/config.h"
 #include "config/schema.h"
 #include "config/suggest.h"
+#include "data/open_tokenizer.h"
+#include "inference/data_preview.h"
 #include "inference/evaluate.h"
 #include "inference/generate.h"
+#include "inference/tokenize_lines.h"
 #include "recipe.h"
 #include "training/metric_loggers.h"
 
@@ -241,6 +244,51 @@ int cmd_generate(const std::string& config, const std::vector<std::string>& over
   return kOk;
 }
 
+// ---- tokenize and data preview ----------------------------------------------------------------------------
+
+struct TokenizeArgs {
+  std::string tokenizer, jsonl, file;
+  bool add_generation_prompt = false;
+};
+
+// One JSON object per input line on stdout; a bad line stops with its file:line on stderr.
+int cmd_tokenize(const std::string& config, const std::vector<std::string>& overrides, const TokenizeArgs& t) {
+  if (config.empty() == t.tokenizer.empty()) return fail("tokenize: give --tokenizer or --config (one of them)");
+  if (t.jsonl.empty() == t.file.empty()) return fail("tokenize: give --jsonl or --file (one of them)");
+  try {
+    std::shared_ptr<tb::data::Tokenizer> tokenizer;
+    if (!t.tokenizer.empty()) {
+      tokenizer = tb::data::open_tokenizer(t.tokenizer);
+    } else {
+      auto cfg = load(config, overrides, "", true);  // checked against the recipe the config names
+      if (!cfg) return kUserError;
+      if (!cfg->at("tokenizer").IsDefined()) return fail("tokenize: " + config + " has no tokenizer");
+      tokenizer = tb::components::builtin().build<std::shared_ptr<tb::data::Tokenizer>>(cfg->at("tokenizer"));
+    }
+    const bool jsonl = !t.jsonl.empty();
+    tb::inference::tokenize_file(*tokenizer, jsonl ? t.jsonl : t.file, jsonl, t.add_generation_prompt, std::cout);
+  } catch (const std::exception& e) {
+    std::cout << std::flush;
+    return fail(std::string("tokenize: ") + e.what());
+  }
+  return kOk;
+}
+
+int cmd_data_preview(const std::string& config, const std::vector<std::string>& overrides, size_t samples, bool json) {
+  auto cfg = load(config, overrides, "", true);  // checked against the recipe the config names
+  if (!cfg) return kUserError;
+  try {
+    const auto preview = tb::inference::preview_dataset(*cfg, samples);
+    if (json)
+      std::cout << tb::inference::preview_json(preview).dump() << "\n";
+    else
+      std::cout << tb::inference::preview_text(preview, isatty(STDOUT_FILENO) != 0);
+  } catch (const std::exception& e) {
+    return fail(std::string("data preview: ") + e.what());
+  }
+  return kOk;
+}
+
 // ---- bench ----------------------------------------------------------------------------------------------
 
 // Where a bench run writes what the recipe writes; removed when the bench ends.
@@ -360,6 +408,9 @@ struct Args {
   tb::inference::GenerateOptions generate;
   tb::bench::StepBenchOptions bench;
   tb::bench::TokenizeBenchOptions tokenize;
+  TokenizeArgs tokenize_lines;
+  size_t preview_samples = 3;
+  bool json = false;
 };
 
 void add_overrides(CLI::App* cmd, Args& a) {
@@ -400,11 +451,36 @@ int run_cli(int argc, char** argv) {
   generate->add_flag("--instruct", a.generate.instruct,
                      "wrap the prompt as the Alpaca instruction that alpaca_dataset trains on");
   generate->add_option("--input", a.generate.input, "with --instruct: the instruction's input");
+  generate->add_flag("--chat", a.generate.chat,
+                     "send the prompt as a user message through the model's chat template (with its generation prompt)");
+  generate->add_option("--system", a.generate.system, "with --chat: a system message first");
   generate->add_option("--max-new-tokens", a.generate.max_new_tokens, "tokens to generate")->capture_default_str();
   generate->add_option("--temperature", a.generate.temperature, "0: greedy; else sample")->capture_default_str();
   generate->add_option("--top-k", a.generate.top_k, "sample among the k most likely tokens (0: all)")->capture_default_str();
   generate->add_option("--seed", a.generate.seed, "sampling seed")->capture_default_str();
   add_overrides(generate, a);
+
+  CLI::App* tokenize = app.add_subcommand(
+      "tokenize",
+      "tokenize each line of a file: {\"text\"} -> {\"ids\"} (no special tokens added); {\"messages\"} -> {\"text\", "
+      "\"ids\", \"mask\"} through the chat template (mask true: masked from the loss)");
+  tokenize->add_option("--tokenizer", a.tokenize_lines.tokenizer,
+                       "a model folder, a tokenizer.json or a tokenizer.model (SentencePiece or tiktoken)");
+  tokenize->add_option("--config", a.config, "or: the tokenizer of this config");
+  tokenize->add_option("--jsonl", a.tokenize_lines.jsonl, "JSON Lines: {\"text\": ...} or {\"messages\": [...]} a line");
+  tokenize->add_option("--file", a.tokenize_lines.file, "plain text: one text a line");
+  tokenize->add_flag("--add-generation-prompt", a.tokenize_lines.add_generation_prompt,
+                     "end conversations with the assistant's header, as for generation");
+  add_overrides(tokenize, a);
+
+  CLI::App* data = app.add_subcommand("data", "look at a config's dataset");
+  data->require_subcommand(1);
+  CLI::App* data_preview = data->add_subcommand(
+      "preview", "the first samples as the recipe sees them (masked text marked) and the dataset's counts");
+  data_preview->add_option("--config", a.config, "bundled config name or YAML file")->required();
+  data_preview->add_option("-n,--samples", a.preview_samples, "samples to show")->capture_default_str();
+  data_preview->add_flag("--json", a.json, "one JSON object: counts, warnings, each sample's ids, pieces, trained mask");
+  add_overrides(data_preview, a);
 
   CLI::App* bench = app.add_subcommand("bench", "benchmarks");
   bench->require_subcommand(1);
@@ -457,6 +533,8 @@ int run_cli(int argc, char** argv) {
   if (*run) return cmd_run(a.recipe, a.config, a.overrides);
   if (*eval) return cmd_eval(a.config, a.overrides);
   if (*generate) return cmd_generate(a.config, a.overrides, a.generate);
+  if (*tokenize) return cmd_tokenize(a.config, a.overrides, a.tokenize_lines);
+  if (*data_preview) return cmd_data_preview(a.config, a.overrides, a.preview_samples, a.json);
   if (*bench_step) return cmd_bench_step(a.config, a.overrides, a.recipe, a.bench, a.progress_lines);
   if (*bench_compile) return cmd_bench_compile(a.config, a.overrides, a.bench);
   if (*bench_tokenize) return cmd_bench_tokenize(a.tokenize);

@@ -6,10 +6,9 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 
-#include "components/builtin.h"
-#include "config/registry.h"
-#include "data/dataset.h"
-#include "data/tokenizer.h"
+#include <algorithm>
+
+#include "inference/data_preview.h"
 
 namespace tb::ui {
 
@@ -59,33 +58,24 @@ DatasetPreviewResult rawDatasetPreview(const QString& dataFile, int maxSamples, 
 DatasetPreviewResult buildDatasetPreview(const tb::config::Config& config, int maxSamples) {
   const QString dataFile = dataFileOf(config);
   try {
-    const auto& registry = tb::components::builtin();
-    auto tokenizer = registry.build<std::shared_ptr<tb::data::Tokenizer>>(config.at("tokenizer"));
-    if (!tokenizer) throw std::runtime_error("the tokenizer component built nothing");
-    tb::data::DatasetContext context;
-    context.tokenizer = tokenizer;
-    auto dataset = tb::data::build_dataset(registry, config.at("dataset"), context);
+    const tb::inference::DataPreview p = tb::inference::preview_dataset(config, size_t(std::max(0, maxSamples)));
     DatasetPreviewResult r;
     r.tokenized = true;
-    r.description = QString::fromStdString(dataset->description());
-    r.totalSamples = int(dataset->size());
-    for (size_t i = 0; i < dataset->size() && int(i) < maxSamples; ++i) {
-      const tb::data::Sample s = dataset->get(i);
+    r.description = QString::fromStdString(p.description);
+    r.formatting = QString::fromStdString(p.formatting);
+    r.totalSamples = int(p.total_samples);
+    const auto& st = p.stats;
+    r.counts = QString("%1 samples · %2 tokens · %3% trained")
+                   .arg(p.total_samples)
+                   .arg(QString::number(qulonglong(st.tokens)))
+                   .arg(st.tokens ? 100.0 * double(st.trained_tokens) / double(st.tokens) : 0.0, 0, 'f', 1);
+    if (st.truncated) r.counts += QString(" · %1 truncated").arg(st.truncated);
+    if (st.bad_rows) r.counts += QString(" · %1 bad rows skipped").arg(st.bad_rows);
+    if (st.fully_masked) r.counts += QString(" · %1 fully masked").arg(st.fully_masked);
+    for (const auto& w : p.warnings) r.warnings << QString::fromStdString(w);
+    for (const auto& s : p.samples) {
       PreviewSample sample;
-      // Pieces by decoding growing prefixes: single-token decoding drops SentencePiece's leading spaces.
-      std::vector<int64_t> prefix;
-      QString decoded;
-      for (size_t j = 0; j < s.tokens.size(); ++j) {
-        prefix.push_back(s.tokens[j]);
-        const QString now = QString::fromStdString(tokenizer->decode(prefix));
-        PreviewToken t;
-        t.id = s.tokens[j];
-        t.text = now.startsWith(decoded) ? now.mid(decoded.size()) : QString::fromStdString(tokenizer->decode({s.tokens[j]}));
-        decoded = now;
-        // labels are shifted: token j is learned when position j-1 predicts it.
-        t.trained = j > 0 && j - 1 < s.labels.size() && s.labels[j - 1] != tb::data::kIgnoreIndex;
-        sample.tokens << t;
-      }
+      for (const auto& t : s.tokens) sample.tokens << PreviewToken{QString::fromStdString(t.text), t.id, t.trained};
       r.samples << sample;
     }
     return r;
@@ -95,32 +85,33 @@ DatasetPreviewResult buildDatasetPreview(const tb::config::Config& config, int m
 }
 
 QString previewHtml(const DatasetPreviewResult& p) {
-  QString html = "<div style='font-family:monospace'>";
-  if (!p.description.isEmpty())
-    html += "<p><b>" + p.description.toHtmlEscaped() + "</b>" +
-            (p.totalSamples >= 0 ? QString(" — %1 samples").arg(p.totalSamples) : QString()) + "</p>";
+  QString html = "<div>";
+  if (!p.description.isEmpty()) html += "<p><b>" + p.description.toHtmlEscaped() + "</b></p>";
   if (!p.note.isEmpty()) html += "<p style='color:#a05a00'>" + p.note.toHtmlEscaped() + "</p>";
   if (!p.tokenized) {
     html += "<pre>" + p.rawText.toHtmlEscaped() + "</pre></div>";
     return html;
   }
-  html += "<p style='color:#666'>Boxed tokens are trained on; <span style='color:#aaa'>grey</span> ones are "
-          "masked from the loss (prompt, BOS, padding).</p>";
+  html += "<p>" + p.counts.toHtmlEscaped() + "<br><span style='color:#666'>Formatted by " +
+          p.formatting.toHtmlEscaped() + ". <span style='background:#dcefd8'>Highlighted</span> text is trained on; "
+          "<span style='color:#999'>grey</span> text is masked from the loss.</span></p>";
+  for (const auto& w : p.warnings) html += "<p style='color:#a05a00'>&#9888; " + w.toHtmlEscaped() + "</p>";
   for (int i = 0; i < p.samples.size(); ++i) {
     const auto& s = p.samples[i];
     int trained = 0;
     for (const auto& t : s.tokens) trained += t.trained;
-    html += QString("<p><b>Sample %1</b> — %2 tokens, %3 trained<br>").arg(i + 1).arg(s.tokens.size()).arg(trained);
-    for (const auto& t : s.tokens) {
-      QString text = t.text.toHtmlEscaped();
-      text.replace(' ', "&middot;").replace('\n', "&#x21b5;<br>");
-      if (text.isEmpty()) text = QString("&lt;%1&gt;").arg(t.id);
-      if (t.trained)
-        html += "<span style='background:#e3f0ff;border:1px solid #9cc0ea'>" + text + "</span> ";
-      else
-        html += "<span style='color:#aaaaaa'>" + text + "</span> ";
+    html += QString("<p><b>Sample %1</b> — %2 tokens, %3 trained</p>").arg(i + 1).arg(s.tokens.size()).arg(trained);
+    if (trained == 0) html += "<p style='color:#a05a00'>&#9888; Every token of this sample is masked: it trains nothing.</p>";
+    // Runs of tokens with the same flag, as one span each: the text reads as the model's template writes it.
+    html += "<pre style='white-space:pre-wrap'>";
+    for (int j = 0; j < s.tokens.size();) {
+      const bool on = s.tokens[j].trained;
+      QString run;
+      for (; j < s.tokens.size() && s.tokens[j].trained == on; ++j) run += s.tokens[j].text;
+      html += on ? "<span style='background:#dcefd8'>" + run.toHtmlEscaped() + "</span>"
+                 : "<span style='color:#999999'>" + run.toHtmlEscaped() + "</span>";
     }
-    html += "</p>";
+    html += "</pre>";
   }
   return html + "</div>";
 }

@@ -1,9 +1,12 @@
-// The first samples of the configured dataset as the model sees them: tokens, with the ones masked
-// from the loss greyed. Built with tunecore's tokenizer and dataset components; when those cannot be
-// built (invalid config, a component missing), the raw text of the data file instead.
+// The first samples of the configured dataset as the recipe sees them (inference/data_preview.h, the
+// code behind `tunebench-cli data preview`): the text the model reads — the chat template's turns with
+// their special tokens written out — with the trained part highlighted, the dataset's counts, and its
+// warnings (fully masked samples, skipped rows, truncation). When the tokenizer or dataset cannot be
+// built, the raw text of the data file instead, with the same message the CLI prints.
 #pragma once
 
 #include <QString>
+#include <QStringList>
 #include <QVector>
 
 #include "config/config.h"
@@ -25,6 +28,9 @@ struct DatasetPreviewResult {
   QVector<PreviewSample> samples;
   QString rawText;
   QString description;            // the dataset's own one-line description, or the file name
+  QString formatting;             // the model's chat template, or the tokenizer's own formatting
+  QString counts;                 // "1200 samples · 310,544 tokens · 41.2% trained · 3 truncated"
+  QStringList warnings;           // fully masked samples, skipped rows, truncation
   QString note;                   // why tokens are not shown, when they are not
   int totalSamples = -1;
 };
@@ -34,7 +40,7 @@ struct DatasetPreviewResult {
 DatasetPreviewResult buildDatasetPreview(const tb::config::Config& config, int maxSamples);
 DatasetPreviewResult rawDatasetPreview(const QString& dataFile, int maxSamples, const QString& note);
 
-// HTML for a QTextBrowser: trained tokens in boxes, masked ones grey.
+// HTML for a QTextBrowser: the samples' text, trained runs highlighted, masked runs grey.
 QString previewHtml(const DatasetPreviewResult& preview);
 
 }  // namespace tb::ui

@@ -11,9 +11,6 @@
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
-#include <QJsonArray>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
@@ -28,6 +25,8 @@
 #include "ModelInfo.h"
 #include "checkpoint/hf_config.h"
 #include "config/yaml_edit.h"
+#include "data/dataset.h"
+#include "data/row_sources.h"
 
 namespace tb::ui {
 
@@ -58,7 +57,7 @@ QString datasetFileOf(const ConfigDocument& doc) {
 QStringList bundledDatasets() {
   const QDir dir(QString::fromStdString(tb::config::share_dir()) + "/resources/datasets");
   QStringList out;
-  for (const QFileInfo& f : dir.entryInfoList({"*.json", "*.jsonl", "*.txt"}, QDir::Files, QDir::Name))
+  for (const QFileInfo& f : dir.entryInfoList({"*.json", "*.jsonl", "*.csv", "*.tsv", "*.txt"}, QDir::Files, QDir::Name))
     out << f.absoluteFilePath();
   return out;
 }
@@ -226,7 +225,7 @@ void RunSetupPanel::connectEdits() {
   connect(dataset_, qOverload<int>(&QComboBox::activated), this, [this](int index) {
     QString path = dataset_->itemData(index).toString();
     if (path == kChooseFile) {
-      path = QFileDialog::getOpenFileName(this, "Dataset file", {}, "Data (*.json *.jsonl *.txt)");
+      path = QFileDialog::getOpenFileName(this, "Dataset file", {}, "Data (*.json *.jsonl *.csv *.tsv *.txt)");
       if (path.isEmpty()) {
         refreshFromDocument();
         return;
@@ -334,43 +333,53 @@ bool RunSetupPanel::openModelFolder(const QString& folder, QString* error) {
   edits << ConfigEdit::set("checkpointer.checkpoint_dir", YAML::Node(abs.toStdString()));
   edits << ConfigEdit::set("checkpointer.checkpoint_files", list);
   edits << ConfigEdit::set("checkpointer.model_type", YAML::Node(modelType));
-  if (QFileInfo(dir.filePath("tokenizer.model")).isFile())
+  if (QFileInfo(dir.filePath("tokenizer.json")).isFile()) {
+    // The folder's own tokenizer, special tokens and chat template (conversations are formatted by it).
+    YAML::Node tokenizer(YAML::NodeType::Map);
+    tokenizer["_component_"] = "tunebench.data.hf_tokenizer";
+    tokenizer["path"] = abs.toStdString();
+    const YAML::Node old = doc_->value("tokenizer");
+    if (old.IsMap() && old["max_seq_len"]) tokenizer["max_seq_len"] = YAML::Clone(old["max_seq_len"]);
+    edits << ConfigEdit::set("tokenizer", tokenizer);
+  } else if (QFileInfo(dir.filePath("tokenizer.model")).isFile()) {
     edits << ConfigEdit::set("tokenizer.path", YAML::Node(dir.filePath("tokenizer.model").toStdString()));
+  }
   doc_->apply(edits);
   refreshFromDocument();
   return true;
 }
 
 bool RunSetupPanel::useDatasetFile(const QString& path, QString* error) {
-  QFile file(path);
-  if (!file.open(QIODevice::ReadOnly)) {
-    if (error) *error = path + ": " + file.errorString();
-    return false;
-  }
-  const QByteArray head = file.read(1 << 20);
-  QString component = "torchtune.datasets.text_completion_dataset", source = "text";
+  // The first row decides, read by the same code the recipes read it with (so a malformed file gets the
+  // CLI's file:line message): instruction/output -> alpaca, messages/conversations -> chat, text -> text.
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  const bool plainText = suffix == "txt";
+  const std::string source = plainText ? "text" : (suffix == "csv" || suffix == "tsv" || suffix == "tab") ? "csv" : "json";
+  QString component = "torchtune.datasets.text_completion_dataset";
   QVector<ConfigEdit> extra;
-  if (!path.endsWith(".txt")) {
-    source = "json";
-    // The first record decides: instruction/output -> alpaca, messages -> chat, text -> text completion.
-    QJsonObject first;
-    const QJsonDocument whole = QJsonDocument::fromJson(head);
-    if (whole.isArray() && !whole.array().isEmpty()) first = whole.array().first().toObject();
-    if (first.isEmpty()) first = QJsonDocument::fromJson(head.left(head.indexOf('\n'))).object();
-    if (first.contains("instruction") || first.contains("output")) {
+  try {
+    const std::vector<tb::data::Row> rows = tb::data::load_rows(source, {path.toStdString()});
+    if (rows.empty()) throw std::runtime_error(path.toStdString() + ": no rows");
+    tb::data::require_readable(rows.front());
+    const auto& first = rows.front().value;
+    auto has = [&](const char* key) { return first.is_object() && first.contains(key); };
+    if (plainText) {
+    } else if (has("instruction") || has("output")) {
       component = "torchtune.datasets.alpaca_dataset";
-    } else if (first.contains("messages") || first.contains("conversations")) {
+    } else if (has("messages") || has("conversations")) {
       component = "torchtune.datasets.chat_dataset";
-      const QString column = first.contains("messages") ? "messages" : "conversations";
-      extra << ConfigEdit::set("dataset.conversation_column", YAML::Node(column.toStdString()));
-      extra << ConfigEdit::set("dataset.conversation_style",
-                               YAML::Node(column == "messages" ? "openai" : "sharegpt"));
-    } else if (first.contains("text")) {
+      const std::string column = has("messages") ? "messages" : "conversations";
+      extra << ConfigEdit::set("dataset.conversation_column", YAML::Node(column));
+      extra << ConfigEdit::set("dataset.conversation_style", YAML::Node(column == "messages" ? "openai" : "sharegpt"));
+    } else if (has("text")) {
       extra << ConfigEdit::set("dataset.column", YAML::Node("text"));
     } else {
-      if (error) *error = path + ": the first record has none of instruction/output, messages or text";
-      return false;
+      throw tb::data::DataError(path.toStdString(), rows.front().line,
+                                "the first row has none of instruction/output, messages, conversations or text");
     }
+  } catch (const std::exception& e) {
+    if (error) *error = QString::fromStdString(e.what());
+    return false;
   }
   const QString abs = QFileInfo(path).absoluteFilePath();
   // Same kind of dataset: only the file changes, its other arguments stay.
@@ -379,7 +388,7 @@ bool RunSetupPanel::useDatasetFile(const QString& path, QString* error) {
   } else {
     YAML::Node node(YAML::NodeType::Map);
     node["_component_"] = component.toStdString();
-    node["source"] = source.toStdString();
+    node["source"] = source;
     node["data_files"] = abs.toStdString();
     QVector<ConfigEdit> edits = {ConfigEdit::set("dataset", node)};
     edits += extra;

@@ -9,10 +9,19 @@
 namespace tb::inference {
 namespace {
 
-// The prompt's token ids: raw text after BOS, or the Alpaca instruction through the tokenizer's
-// message path, exactly as alpaca_dataset tokenizes the prompt it trains on.
+// The prompt's token ids: a chat turn through the tokenizer's conversation formatting, raw text after BOS,
+// or the Alpaca instruction through the tokenizer's message path, exactly as alpaca_dataset tokenizes the
+// prompt it trains on.
 std::vector<int64_t> prompt_tokens(const data::Tokenizer& tokenizer, const GenerateOptions& options,
                                    std::string& prompt_text) {
+  if (options.chat) {
+    prompt_text = options.prompt;
+    std::vector<data::Message> messages;
+    if (!options.system.empty()) messages.emplace_back("system", options.system, true);
+    messages.emplace_back("user", options.prompt, true);
+    messages.emplace_back("assistant", "");
+    return tokenizer.tokenize_messages(messages, /*add_end_tokens=*/false).tokens;
+  }
   if (!options.instruct) {
     prompt_text = options.prompt;
     return tokenizer.encode(options.prompt, /*add_bos=*/true, /*add_eos=*/false);

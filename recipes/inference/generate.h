@@ -16,6 +16,10 @@ struct GenerateOptions {
   // ... ### Response:"), so a model fine-tuned on alpaca_dataset answers it.
   bool instruct = false;
   std::string input;  // the Alpaca "### Input:" part (instruct only)
+  // Send the prompt as a user message (after `system`, when given) through the tokenizer's conversation
+  // formatting: the model's chat template with add_generation_prompt for tunebench.data.hf_tokenizer.
+  bool chat = false;
+  std::string system;
   int64_t max_new_tokens = 128;
   double temperature = 0;  // 0: greedy (deterministic); else softmax(logits / temperature) sampling
   int64_t top_k = 0;       // sample among the k most likely tokens; 0: all
