@@ -65,7 +65,9 @@ std::vector<std::string> token_pieces(const Tokenizer& tokenizer, const std::vec
     std::string piece;
     if (b == a) {
       try {
-        piece = tokenizer.id_to_token(ids[j]);  // decodes to nothing: a special token
+        // Decodes to nothing: a special token, or SentencePiece's word-start "\u2581" at the start of a text.
+        piece = tokenizer.id_to_token(ids[j]);
+        if (piece.compare(0, 3, "\xE2\x96\x81") == 0) piece.replace(0, 3, " ");
       } catch (const std::out_of_range&) {
         piece = "<" + std::to_string(ids[j]) + ">";
       }
