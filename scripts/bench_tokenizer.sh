@@ -35,11 +35,12 @@ cmake --build "$build" --target tunebench-cli -j "${TUNEBENCH_JOBS:-$(nproc)}" >
 if [ ! -s "$work/sources.txt" ]; then
   step "collecting text from this machine"
   {
-    find /usr/share/common-licenses -type f | sort | xargs cat
+    # (an unreadable file or a missing folder only means less text: no error ends the script here)
+    find /usr/share/common-licenses -type f | sort | xargs cat || true
     find /usr/share/doc -type f \( -name '*.txt' -o -name 'README*' -o -name 'NEWS*' -o -name 'copyright' \) \
-      ! -name '*.gz' | sort | xargs cat
-    find /usr/lib/python3* -name '*.py' -size -200k | sort | head -4000 | xargs cat
-    find /usr/share/man/man1 /usr/share/man/man3 -name '*.gz' | sort | head -2000 | xargs zcat
+      ! -name '*.gz' | sort | xargs cat || true
+    find /usr/lib/python3* -name '*.py' -size -200k | sort | head -4000 | xargs cat || true
+    find /usr/share/man/man1 /usr/share/man/man3 -name '*.gz' | sort | head -2000 | xargs zcat || true
   } 2>/dev/null | iconv -f UTF-8 -t UTF-8 -c | tr -d '\000' > "$work/sources.txt"
 fi
 [ -s "$work/corpus.txt" ] || node "$reference/bench_text.mjs" "$work/sources.txt" "$work/corpus.txt" "$corpus_mb" 1

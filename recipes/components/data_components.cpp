@@ -98,6 +98,13 @@ TokenizerPtr build_bpe(const Args& args, bool llama3) {
   return BpeTokenizer::from_file(resolve_data_path(args.get_string("path")), o);
 }
 
+// torchtune's special_tokens_path: a tokenizer.json whose added_tokens replace `what`.
+ArgSpec special_tokens_path_arg(const std::string& what) {
+  return arg("special_tokens_path", ArgType::Path, "tokenizer.json whose added_tokens replace " + what)
+      .or_null()
+      .or_default("null");
+}
+
 FamilyTokenizerOptions family_options(const Args& args) {
   FamilyTokenizerOptions o;
   o.max_seq_len = optional_int(args, "max_seq_len");
@@ -112,10 +119,7 @@ std::vector<ArgSpec> vocab_merges_args(const char* vocab_key, const char* merges
   auto args = tokenizer_args("null");
   args[0] = arg(vocab_key, ArgType::Path, "vocab.json").must_be_set();
   args.insert(args.begin() + 1, arg(merges_key, ArgType::Path, "merges.txt").must_be_set());
-  args.insert(args.begin() + 2, arg("special_tokens_path", ArgType::Path,
-                                    "tokenizer.json whose added_tokens replace the family's special tokens")
-                                    .or_null()
-                                    .or_default("null"));
+  args.insert(args.begin() + 2, special_tokens_path_arg("the family's special tokens"));
   return args;
 }
 
@@ -135,10 +139,7 @@ void register_family_tokenizers(config::Registry& registry) {
         });
   }
   auto phi3_args = tokenizer_args("null");
-  phi3_args.insert(phi3_args.begin() + 1, arg("special_tokens_path", ArgType::Path,
-                                              "tokenizer.json whose added_tokens replace Phi-3's special tokens")
-                                              .or_null()
-                                              .or_default("null"));
+  phi3_args.insert(phi3_args.begin() + 1, special_tokens_path_arg("Phi-3's special tokens"));
   registry.add<TokenizerPtr>(
       ComponentSpec{"tokenizer", "torchtune.models.phi3.phi3_mini_tokenizer", {"phi3_mini_tokenizer"}, phi3_args,
                     "Phi-3 mini SentencePiece tokenizer.model with <|user|> <|assistant|> <|end|> turns"},
@@ -221,10 +222,7 @@ void register_tokenizers(config::Registry& registry) {
                              build_sentencepiece);
 
   auto llama3_args = tokenizer_args("null");
-  llama3_args.insert(llama3_args.begin() + 1, arg("special_tokens_path", ArgType::Path,
-                                                  "tokenizer.json whose added_tokens define the special tokens")
-                                                  .or_null()
-                                                  .or_default("null"));
+  llama3_args.insert(llama3_args.begin() + 1, special_tokens_path_arg("the special tokens"));
   registry.add<TokenizerPtr>(
       ComponentSpec{"tokenizer",
                     "torchtune.models.llama3.llama3_tokenizer",

@@ -122,13 +122,19 @@ std::optional<ChatTemplate> ChatTemplate::from_model_dir(const std::string& dir,
   throw std::runtime_error(origin + ": must be a string or a list of {name, template}");
 }
 
-std::string ChatTemplate::render_text(const std::vector<Message>& messages, bool add_generation_prompt,
-                                      const Json& tools) const {
+text::jinja::ChatRenderInputs ChatTemplate::inputs(const std::vector<Message>& messages, bool add_generation_prompt,
+                                                   const Json& tools) const {
   text::jinja::ChatRenderInputs inputs;
   for (const auto& m : messages) inputs.messages.push_back(message_json(m));
   inputs.tools = tools;
   inputs.add_generation_prompt = add_generation_prompt;
   inputs.extra = variables_;
+  return inputs;
+}
+
+std::string ChatTemplate::render_text(const std::vector<Message>& messages, bool add_generation_prompt,
+                                      const Json& tools) const {
+  const text::jinja::ChatRenderInputs inputs = this->inputs(messages, add_generation_prompt, tools);
   try {
     return text::jinja::render_chat(*template_, inputs);
   } catch (const text::jinja::TemplateError& e) {
@@ -138,11 +144,7 @@ std::string ChatTemplate::render_text(const std::vector<Message>& messages, bool
 
 RenderedConversation ChatTemplate::render(const std::vector<Message>& messages, bool add_generation_prompt,
                                           const Json& tools) const {
-  text::jinja::ChatRenderInputs inputs;
-  for (const auto& m : messages) inputs.messages.push_back(message_json(m));
-  inputs.tools = tools;
-  inputs.add_generation_prompt = add_generation_prompt;
-  inputs.extra = variables_;
+  const text::jinja::ChatRenderInputs inputs = this->inputs(messages, add_generation_prompt, tools);
   RenderedConversation out;
   out.spans.resize(messages.size());
   SpanObserver observer(inputs.messages, out.spans);

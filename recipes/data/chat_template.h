@@ -22,6 +22,7 @@
 
 namespace tb::text::jinja {
 class Template;
+struct ChatRenderInputs;
 }
 
 namespace tb::data {
@@ -66,6 +67,9 @@ class ChatTemplate {
   const std::string& source() const { return source_; }
 
  private:
+  text::jinja::ChatRenderInputs inputs(const std::vector<Message>& messages, bool add_generation_prompt,
+                                       const nlohmann::ordered_json& tools) const;
+
   std::shared_ptr<const text::jinja::Template> template_;
   std::string origin_, source_;
   nlohmann::ordered_json variables_ = nlohmann::ordered_json::object();

@@ -67,13 +67,18 @@ std::vector<int64_t>& append(std::vector<int64_t>& out, const std::vector<int64_
   return out;
 }
 
-// torchtune's final truncation of tokens and mask (EOS / true forced last when end tokens are added).
-void truncate_in_place(TokenizedMessages& out, int64_t max_seq_len, std::optional<int64_t> eos,
-                       const std::string& type) {
-  const bool cut = static_cast<int64_t>(out.tokens.size()) > max_seq_len;
-  out.tokens = truncate(out.tokens, max_seq_len, eos, type);
-  out.mask = truncate(out.mask, max_seq_len, eos ? std::optional<bool>(true) : std::nullopt, type);
-  out.truncated = out.truncated || cut;
+// The message loops stop once max_seq_len tokens are reached.
+bool reached_max(const Tokenizer& tokenizer, const TokenizedMessages& out) {
+  return tokenizer.max_seq_len() && static_cast<int64_t>(out.tokens.size()) >= *tokenizer.max_seq_len();
+}
+
+// torchtune's final truncation of tokens and mask: EOS (and mask true) forced last when end tokens are added.
+void truncate_in_place(const Tokenizer& tokenizer, TokenizedMessages& out, bool add_end_tokens, int64_t eos) {
+  const int64_t max_seq_len = *tokenizer.max_seq_len();
+  const std::string& type = tokenizer.truncation_type();
+  out.truncated = out.truncated || static_cast<int64_t>(out.tokens.size()) > max_seq_len;
+  out.tokens = truncate(out.tokens, max_seq_len, add_end_tokens ? std::optional<int64_t>(eos) : std::nullopt, type);
+  out.mask = truncate(out.mask, max_seq_len, add_end_tokens ? std::optional<bool>(true) : std::nullopt, type);
 }
 
 // Delegates text <-> ids to a BPE built from vocab.json + merges.txt.
@@ -146,15 +151,13 @@ class QwenTokenizer : public VocabMergesTokenizer {
       append(tokens, footer(turns, i));
       out.tokens.insert(out.tokens.end(), tokens.begin(), tokens.end());
       out.mask.insert(out.mask.end(), tokens.size(), turns[i].masked);
-      if (max_seq_len() && static_cast<int64_t>(out.tokens.size()) >= *max_seq_len()) break;
+      if (reached_max(*this, out)) break;
     }
     if (add_end_tokens) {
       out.tokens.push_back(eos_id_);
       out.mask.push_back(out.mask.empty() ? true : static_cast<bool>(out.mask.back()));
     }
-    if (max_seq_len())
-      truncate_in_place(out, *max_seq_len(), add_end_tokens ? std::optional<int64_t>(eos_id_) : std::nullopt,
-                        truncation_type());
+    if (max_seq_len()) truncate_in_place(*this, out, add_end_tokens, eos_id_);
     return out;
   }
 
@@ -239,11 +242,9 @@ class Phi4Tokenizer : public VocabMergesTokenizer {
       if (m.role != "assistant" || add_end_tokens) tokens.push_back(eos_id_);
       out.tokens.insert(out.tokens.end(), tokens.begin(), tokens.end());
       out.mask.insert(out.mask.end(), tokens.size(), m.masked);
-      if (max_seq_len() && static_cast<int64_t>(out.tokens.size()) >= *max_seq_len()) break;
+      if (reached_max(*this, out)) break;
     }
-    if (max_seq_len() && static_cast<int64_t>(out.tokens.size()) >= *max_seq_len())
-      truncate_in_place(out, *max_seq_len(), add_end_tokens ? std::optional<int64_t>(eos_id_) : std::nullopt,
-                        truncation_type());
+    if (reached_max(*this, out)) truncate_in_place(*this, out, add_end_tokens, eos_id_);
     return out;
   }
 
@@ -327,11 +328,9 @@ class Phi3MiniTokenizer : public Tokenizer {
       } else {
         start_of_turn = false;
       }
-      if (max_seq_len() && static_cast<int64_t>(out.tokens.size()) >= *max_seq_len()) break;
+      if (reached_max(*this, out)) break;
     }
-    if (max_seq_len() && static_cast<int64_t>(out.tokens.size()) >= *max_seq_len())
-      truncate_in_place(out, *max_seq_len(), add_end_tokens ? std::optional<int64_t>(eos_id_) : std::nullopt,
-                        truncation_type());
+    if (reached_max(*this, out)) truncate_in_place(*this, out, add_end_tokens, eos_id_);
     return out;
   }
 

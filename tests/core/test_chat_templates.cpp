@@ -84,7 +84,7 @@ const Template& template_of(const std::string& family) {
 // walks messages[::-1] first to find the last user query) does not count.
 class MessageRanges : public RenderObserver {
  public:
-  explicit MessageRanges(const Json& messages) : messages_(messages), ranges(messages.size(), {npos, npos}) {}
+  explicit MessageRanges(const Json& messages) : ranges(messages.size(), {npos, npos}), messages_(messages) {}
   static constexpr size_t npos = std::string::npos;
 
   void on_loop_begin(size_t) override { open_.push_back({-1, 0}); }

@@ -17,21 +17,16 @@ using Ids = std::vector<int64_t>;
 
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using tbtest::read_file;
 
-void write_text(const QString& path, const std::string& text) { std::ofstream(path.toStdString(), std::ios::binary) << text; }
+void write_text(const QString& path, const std::string& text) { tbtest::write_file(path.toStdString(), text); }
 
 void qwen3_folder(const QTemporaryDir& dir) {
-  write_text(dir.filePath("tokenizer.json"), read_text(TB_SOURCE_DIR "/tests/data/tokenizers/qwen/tokenizer.json"));
+  write_text(dir.filePath("tokenizer.json"), read_file(TB_SOURCE_DIR "/tests/data/tokenizers/qwen/tokenizer.json"));
   json config = {{"bos_token", nullptr},
                  {"eos_token", "<|im_end|>"},
                  {"pad_token", "<|endoftext|>"},
-                 {"chat_template", read_text(TB_SOURCE_DIR "/tests/data/chat_templates/qwen3.jinja")}};
+                 {"chat_template", read_file(TB_SOURCE_DIR "/tests/data/chat_templates/qwen3.jinja")}};
   write_text(dir.filePath("tokenizer_config.json"), config.dump());
 }
 

@@ -31,10 +31,7 @@ std::string fixture_path(const std::string& family) {
   return std::string(TB_SOURCE_DIR) + "/tests/data/tokenizers/" + family + "/tokenizer.json";
 }
 
-json read_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return json::parse(in);
-}
+json read_json(const std::string& path) { return json::parse(tbtest::read_file(path)); }
 
 // vocab.json and merges.txt holding a tokenizer.json's vocabulary and merges, and that tokenizer.json
 // (with `extra` added tokens) beside them; returns the tokenizer.json's path.
@@ -60,10 +57,7 @@ TokenizerPtr build(const std::string& yaml) {
 }
 
 Ids reference_ids(const std::string& tokenizer_json, const std::string& text) {
-  QString error;
-  const json r = tbtest::run_tokenizers_reference(tokenizer_json, {text}, &error);
-  if (!error.isEmpty()) throw std::runtime_error(error.toStdString());
-  return r[0]["ids"].get<Ids>();
+  return tbtest::tokenizers_reference_ids(tokenizer_json, text);
 }
 
 std::vector<Message> chat() {

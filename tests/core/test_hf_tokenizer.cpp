@@ -29,15 +29,10 @@ namespace {
 
 std::string source_file(const std::string& relative) { return std::string(TB_SOURCE_DIR) + "/tests/data/" + relative; }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string read_text(const std::string& path) { return tbtest::read_file(path); }
 
 void write_text(const QTemporaryDir& dir, const char* name, const std::string& text) {
-  std::ofstream(dir.filePath(name).toStdString(), std::ios::binary) << text;
+  tbtest::write_file(dir.filePath(name).toStdString(), text);
 }
 
 int64_t added_id(const std::string& family, const std::string& content) {
@@ -72,10 +67,7 @@ void gemma3_folder(const QTemporaryDir& dir) {
 }
 
 Ids reference_ids(const std::string& tokenizer_json, const std::string& text) {
-  QString error;
-  const json r = tbtest::run_tokenizers_reference(tokenizer_json, {text}, &error);
-  if (!error.isEmpty()) throw std::runtime_error(error.toStdString());
-  return r[0]["ids"].get<Ids>();
+  return tbtest::tokenizers_reference_ids(tokenizer_json, text);
 }
 
 std::vector<Message> chat() {

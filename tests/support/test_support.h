@@ -5,6 +5,10 @@
 #include <QString>
 #include <QStringList>
 
+#include <fstream>
+#include <sstream>
+#include <string>
+
 namespace tbtest {
 
 // Debian's python3 with python3-torch, found at configure time (tests/CMakeLists.txt); empty if none.
@@ -42,6 +46,17 @@ inline ProcessResult run_reference(const QString& script, const QStringList& arg
 inline QString last_line(const QString& text) {
   const QStringList lines = text.split('\n', Qt::SkipEmptyParts);
   return lines.isEmpty() ? QString() : lines.last();
+}
+
+// A file's bytes ("" when it cannot be read), and writing bytes to a file.
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+inline void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
 }
 
 }  // namespace tbtest

@@ -7,6 +7,7 @@
 #include <QTemporaryDir>
 
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,14 @@ inline nlohmann::json run_tokenizers_reference(const std::string& tokenizer_path
     return nullptr;
   }
   return nlohmann::json::parse(last_line(r.out).toStdString())["results"];
+}
+
+// The ids of one text (add_special_tokens=False); throws std::runtime_error when the reference cannot run.
+inline std::vector<int64_t> tokenizers_reference_ids(const std::string& tokenizer_path, const std::string& text) {
+  QString error;
+  const nlohmann::json r = run_tokenizers_reference(tokenizer_path, {text}, &error);
+  if (!error.isEmpty()) throw std::runtime_error(error.toStdString());
+  return r[0]["ids"].get<std::vector<int64_t>>();
 }
 
 }  // namespace tbtest

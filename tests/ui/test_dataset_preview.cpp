@@ -7,6 +7,7 @@
 #include <QtTest>
 
 #include "test_main.h"
+#include "test_support.h"
 
 #include <fstream>
 #include <sstream>
@@ -20,14 +21,9 @@
 
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using tbtest::read_file;
 
-void writeFile(const QString& path, const std::string& text) { std::ofstream(path.toStdString(), std::ios::binary) << text; }
+void writeFile(const QString& path, const std::string& text) { tbtest::write_file(path.toStdString(), text); }
 
 // A Qwen3-shaped folder: config.json, a (dummy) safetensors file, tokenizer.json and the template.
 void qwen3Folder(const QTemporaryDir& dir) {
@@ -36,11 +32,11 @@ void qwen3Folder(const QTemporaryDir& dir) {
       "num_key_value_heads":2,"head_dim":16,"num_hidden_layers":2,"vocab_size":1900,"max_position_embeddings":512,
       "rope_theta":1000000.0,"rms_norm_eps":1e-6,"hidden_act":"silu","tie_word_embeddings":true})");
   writeFile(dir.filePath("model.safetensors"), "x");
-  writeFile(dir.filePath("tokenizer.json"), read_text(TB_SOURCE_DIR "/tests/data/tokenizers/qwen/tokenizer.json"));
+  writeFile(dir.filePath("tokenizer.json"), read_file(TB_SOURCE_DIR "/tests/data/tokenizers/qwen/tokenizer.json"));
   nlohmann::json config = {{"bos_token", nullptr},
                            {"eos_token", "<|im_end|>"},
                            {"pad_token", "<|endoftext|>"},
-                           {"chat_template", read_text(TB_SOURCE_DIR "/tests/data/chat_templates/qwen3.jinja")}};
+                           {"chat_template", read_file(TB_SOURCE_DIR "/tests/data/chat_templates/qwen3.jinja")}};
   writeFile(dir.filePath("tokenizer_config.json"), config.dump());
 }
 
