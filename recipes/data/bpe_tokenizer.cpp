@@ -411,13 +411,17 @@ TokenizedMessages BpeTokenizer::tokenize_messages(const std::vector<Message>& me
     if (!last || add_end_tokens) t.push_back(m.eot ? llama3_->eot : llama3_->eom);
     out.tokens.insert(out.tokens.end(), t.begin(), t.end());
     out.mask.insert(out.mask.end(), t.size(), m.masked);
-    if (max_seq_len() && static_cast<int64_t>(out.tokens.size()) >= *max_seq_len()) break;
+    if (max_seq_len() && static_cast<int64_t>(out.tokens.size()) >= *max_seq_len()) {
+      out.truncated = !last;  // the messages after this one are dropped
+      break;
+    }
   }
   if (add_end_tokens) {
     out.tokens.push_back(eos_id_);
     out.mask.push_back(true);
   }
   if (const auto n = max_seq_len()) {
+    out.truncated = out.truncated || static_cast<int64_t>(out.tokens.size()) > *n;
     out.tokens = truncate<int64_t>(out.tokens, *n, add_end_tokens ? std::optional<int64_t>(eos_id_) : std::nullopt,
                                    truncation_type());
     out.mask =

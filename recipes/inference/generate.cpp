@@ -9,6 +9,14 @@
 namespace tb::inference {
 namespace {
 
+// A prompt cut at max_seq_len would lose its end (the assistant's header): refused instead.
+std::vector<int64_t> untruncated(const data::TokenizedMessages& prompt, const data::Tokenizer& tokenizer) {
+  if (prompt.truncated)
+    throw std::runtime_error("the prompt does not fit in tokenizer.max_seq_len (" +
+                             std::to_string(*tokenizer.max_seq_len()) + " tokens): shorten it or raise max_seq_len");
+  return prompt.tokens;
+}
+
 // The prompt's token ids: a chat turn through the tokenizer's conversation formatting, raw text after BOS,
 // or the Alpaca instruction through the tokenizer's message path, exactly as alpaca_dataset tokenizes the
 // prompt it trains on.
@@ -20,7 +28,7 @@ std::vector<int64_t> prompt_tokens(const data::Tokenizer& tokenizer, const Gener
     if (!options.system.empty()) messages.emplace_back("system", options.system, true);
     messages.emplace_back("user", options.prompt, true);
     messages.emplace_back("assistant", "");
-    return tokenizer.tokenize_messages(messages, /*add_end_tokens=*/false).tokens;
+    return untruncated(tokenizer.tokenize_messages(messages, /*add_end_tokens=*/false), tokenizer);
   }
   if (!options.instruct) {
     prompt_text = options.prompt;
@@ -28,7 +36,7 @@ std::vector<int64_t> prompt_tokens(const data::Tokenizer& tokenizer, const Gener
   }
   prompt_text = data::alpaca_prompt(options.prompt, options.input);
   const std::vector<data::Message> messages{data::Message("user", prompt_text, true), data::Message("assistant", "")};
-  return tokenizer.tokenize_messages(messages, /*add_end_tokens=*/false).tokens;
+  return untruncated(tokenizer.tokenize_messages(messages, /*add_end_tokens=*/false), tokenizer);
 }
 
 int64_t pick_token(const torch::Tensor& logits, const GenerateOptions& options, at::Generator& generator) {

@@ -19,6 +19,7 @@
 #include "config/schema.h"
 #include "inference/generate.h"
 #include "test_support.h"
+#include "tokenizers_reference.h"
 
 namespace {
 
@@ -144,6 +145,44 @@ class TestEvalGenerate : public QObject {
     for (int i = 0; i < want.size(); ++i) QCOMPARE(result.tokens[size_t(i)], int64_t(want[i].toInt()));
     QCOMPARE(streamed, int(result.tokens.size()));
     QCOMPARE(result.stopped_at_eos, want.size() < kNew);
+  }
+
+  // --chat: the prompt goes in as a user turn through the model's chat template with its generation prompt
+  // (a folder made from the Qwen fixture and Qwen3's template; ids checked against Hugging Face tokenizers).
+  void chatPromptGoesThroughTheTemplate() {
+    const QString folder = dir_.path() + "/qwen3_tokenizer";
+    QVERIFY(QDir().mkpath(folder));
+    const std::string tokenizer_json = (folder + "/tokenizer.json").toStdString();
+    tbtest::write_file(tokenizer_json, tbtest::read_file(TB_SOURCE_DIR "/tests/data/tokenizers/qwen/tokenizer.json"));
+    nlohmann::json config = {{"bos_token", nullptr},
+                             {"eos_token", "<|im_end|>"},
+                             {"chat_template", tbtest::read_file(TB_SOURCE_DIR "/tests/data/chat_templates/qwen3.jinja")}};
+    tbtest::write_file((folder + "/tokenizer_config.json").toStdString(), config.dump());
+    tb::config::LoadOptions options;
+    options.registry = &tb::components::builtin();
+    options.recipe = tb::config::kInferenceVerbs;
+    options.overrides = {"tokenizer=tunebench.data.hf_tokenizer", "tokenizer.path=" + folder.toStdString()};
+    const auto loaded = tb::config::load_file(writeConfig(variant("fp32_gqa"), "fp32", 1).toStdString(), options);
+    QVERIFY2(loaded.ok(), tb::config::format_diagnostics(loaded.diagnostics).c_str());
+    tb::inference::GenerateOptions g;
+    g.prompt = "Hi there";
+    g.chat = true;
+    g.system = "Be brief.";
+    g.max_new_tokens = 2;
+    // The config's max_seq_len (24) cannot hold this prompt: refused, not cut before the assistant's header.
+    try {
+      tb::inference::generate(*loaded.config, g);
+      QFAIL("generated from a truncated prompt");
+    } catch (const std::runtime_error& e) {
+      QVERIFY2(QString(e.what()).contains("max_seq_len"), e.what());
+    }
+    auto longer = *loaded.config;
+    longer.root = YAML::Clone(longer.root);
+    longer.root["tokenizer"]["max_seq_len"] = 64;
+    const auto result = tb::inference::generate(longer, g);
+    QCOMPARE(result.prompt_tokens,
+             tbtest::tokenizers_reference_ids(tokenizer_json, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n"
+                                                              "Hi there<|im_end|>\n<|im_start|>assistant\n"));
   }
 
   void generateFromTheCliPrintsTheContinuation() {
