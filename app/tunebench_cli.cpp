@@ -63,7 +63,9 @@ std::vector<std::string> known_recipes() {
   std::vector<std::string> names;
   for (const auto& r : tb::recipes()) names.push_back(r.name);
   for (const auto& b : tb::config::bundled_configs())
-    if (!b.recipe.empty() && std::find(names.begin(), names.end(), b.recipe) == names.end()) names.push_back(b.recipe);
+    if (!b.recipe.empty() && b.recipe != tb::config::kInferenceVerbs &&
+        std::find(names.begin(), names.end(), b.recipe) == names.end())
+      names.push_back(b.recipe);
   return names;
 }
 
@@ -93,6 +95,7 @@ int cmd_ls() {
     for (size_t i = 0; i < configs.size(); ++i) row(i == 0 ? label : "", configs[i]);
     if (!available) std::cout << std::string(width + 2, ' ') << "(recipe not built into this version yet)\n";
   }
+  for (const auto& name : by_recipe[tb::config::kInferenceVerbs]) row("(eval, generate)", name);
   for (const auto& name : by_recipe[""]) row("(any)", name);
   return kOk;
 }

@@ -72,6 +72,17 @@ void register_checkpointers(config::Registry& registry) {
       arg("should_load_recipe_state", ArgType::Bool, "torchtune's newer name for the above").or_default("false"),
       arg("safe_serialization", ArgType::Bool, "write safetensors (false is not supported)").or_default("true"),
       arg("max_shard_bytes", ArgType::Int, "start a new shard above this size (tunebench)").or_default("5000000000"),
+      arg("keep_last_n_checkpoints", ArgType::Int,
+          "keep only the newest n complete checkpoints; older ones are removed once a new one is complete")
+          .or_null()
+          .or_default("null"),
+  };
+  spec.check = [](const YAML::Node& node, std::string* argument) -> std::string {
+    const YAML::Node keep = node["keep_last_n_checkpoints"];
+    int64_t n = 0;
+    if (!keep || keep.IsNull() || !YAML::convert<int64_t>::decode(keep, n) || n >= 1) return "";
+    *argument = "keep_last_n_checkpoints";
+    return "must be at least 1 (or null: keep every checkpoint)";
   };
   registry.add<std::shared_ptr<FullModelHFCheckpointer>>(spec, [](const config::Args& a) {
     HFCheckpointerOptions o;
@@ -83,6 +94,8 @@ void register_checkpointers(config::Registry& registry) {
     if (a.has("recipe_checkpoint")) o.recipe_checkpoint = a.get_string("recipe_checkpoint");
     o.resume_from_checkpoint = a.get_bool("resume_from_checkpoint") || a.get_bool("should_load_recipe_state");
     o.safe_serialization = a.get_bool("safe_serialization");
+    if (!a.is_null("keep_last_n_checkpoints") && a.get_int("keep_last_n_checkpoints") < 1)
+      throw std::invalid_argument("keep_last_n_checkpoints must be at least 1 (or null: keep all)");
     const int64_t shard = a.get_int("max_shard_bytes");
     if (shard <= 0) throw std::invalid_argument("max_shard_bytes must be positive");
     o.max_shard_bytes = static_cast<uint64_t>(shard);

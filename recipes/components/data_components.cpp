@@ -3,6 +3,7 @@
 //   kind "dataset":   builds tb::data::DatasetFactory (call it with {tokenizer, model vocab size})
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "components/builtin.h"
@@ -12,6 +13,7 @@
 #include "data/hf_tokenizer.h"
 #include "data/json_rows.h"
 #include "data/sentencepiece_tokenizer.h"
+#include "data/row_sources.h"
 #include "data/sft_datasets.h"
 #include "data/text_datasets.h"
 
@@ -357,7 +359,20 @@ struct RowSource {
 };
 
 config::ComponentSpec dataset_spec(const char* name, const char* alias, std::vector<ArgSpec> args, const char* help) {
-  return ComponentSpec{"dataset", name, {alias}, std::move(args), help};
+  ComponentSpec spec{"dataset", name, {alias}, std::move(args), help};
+  // A Hub dataset name (what torchtune's configs carry) is reported when the config is validated, not
+  // after the model has loaded.
+  const auto source_arg =
+      std::find_if(spec.args.begin(), spec.args.end(), [](const ArgSpec& a) { return a.name == "source"; });
+  if (source_arg == spec.args.end()) return spec;  // generated data
+  const std::string default_source = source_arg->default_value;
+  spec.check = [default_source](const YAML::Node& node, std::string* argument) {
+    const YAML::Node source = node["source"], files = node["data_files"];
+    const bool has_files = files && !files.IsNull() && !(files.IsSequence() && files.size() == 0);
+    *argument = source ? "source" : "";
+    return local_source_problem(source && source.IsScalar() ? source.Scalar() : default_source, has_files);
+  };
+  return spec;
 }
 
 DatasetFactory sft_factory(const Args& args, const std::string& component, MessageTransform transform) {
@@ -431,6 +446,26 @@ void register_datasets(config::Registry& registry) {
         });
   }
   {
+    // torchtune's slimorca_dataset: ShareGPT conversations ("conversations", from/value) of SlimOrca.
+    auto args = source_args("Open-Orca/SlimOrca-Dedup", false);
+    args.push_back(arg("column_map", ArgType::Any, "conversations: the file's column").or_null().or_default("null"));
+    args.push_back(arg("train_on_input", ArgType::Bool, "the prompt counts in the loss").or_default("false"));
+    args.push_back(
+        arg("new_system_prompt", ArgType::String, "replaces the rows' system messages").or_null().or_default("null"));
+    registry.add<DatasetFactory>(
+        dataset_spec("torchtune.datasets.slimorca_dataset", "slimorca_dataset", args,
+                     "SlimOrca-style ShareGPT conversations (a local copy)"),
+        [](const Args& a) {
+          ChatOptions o;
+          const auto columns = column_map(a, {"conversations"});
+          o.conversation_column = columns.count("conversations") ? columns.at("conversations") : "conversations";
+          o.conversation_style = "sharegpt";
+          o.new_system_prompt = optional_string(a, "new_system_prompt");
+          o.masking = masking_strategy(a.get_bool("train_on_input"), "");
+          return sft_factory(a, "slimorca_dataset", [o](const Row& row) { return chat_to_messages(row, o); });
+        });
+  }
+  {
     auto args = source_args("", true);
     args.push_back(arg("column", ArgType::String, "the column holding the text (source: json)").or_default("text"));
     args.push_back(arg("add_eos", ArgType::Bool, "end each document with EOS").or_default("true"));
@@ -481,10 +516,24 @@ void register_datasets(config::Registry& registry) {
 
 }  // namespace
 
+// torchtune's multimodal tokenizer transform and datasets: one line saying why, not "unknown component".
+void register_multimodal_refusals(config::Registry& registry) {
+  const std::string why = "multimodal (image + text) data; Tunebench trains text decoders only";
+  registry.add<TokenizerPtr>(
+      config::unsupported_component("tokenizer", "torchtune.models.llama3_2_vision.llama3_2_vision_transform",
+                                    {"llama3_2_vision_transform"}, why),
+      [](const Args&) -> TokenizerPtr { throw std::logic_error("unsupported component built"); });
+  for (const char* name : {"the_cauldron_dataset", "llava_instruct_dataset", "vqa_dataset", "multimodal_chat_dataset"})
+    registry.add<DatasetFactory>(
+        config::unsupported_component("dataset", std::string("torchtune.datasets.multimodal.") + name, {name}, why),
+        [](const Args&) -> DatasetFactory { throw std::logic_error("unsupported component built"); });
+}
+
 void register_data(config::Registry& registry) {
   register_tokenizers(registry);
   register_family_tokenizers(registry);
   register_datasets(registry);
+  register_multimodal_refusals(registry);
 }
 
 }  // namespace tb::components

@@ -1,6 +1,7 @@
 // The model components. Every one builds a tb::models::TransformerDecoder (models/transformer.h): the
 // presets, the generic llama2/llama3 builders, the decoder a config.json describes, and the LoRA / QLoRA
 // variant of each (peft/lora_builders.h).
+#include <algorithm>
 #include <stdexcept>
 
 #include "checkpoint/hf_config.h"
@@ -97,6 +98,15 @@ ComponentSpec model_spec(const std::string& canonical, const std::string& alias,
   spec.aliases = {alias};
   spec.args = std::move(args);
   spec.help = help;
+  if (std::any_of(spec.args.begin(), spec.args.end(), [](const ArgSpec& a) { return a.name == "use_dora"; })) {
+    spec.check = [](const YAML::Node& node, std::string* argument) -> std::string {
+      const YAML::Node dora = node["use_dora"];
+      bool on = false;
+      if (!dora || !YAML::convert<bool>::decode(dora, on) || !on) return "";
+      *argument = "use_dora";
+      return "DoRA is not supported here: use plain LoRA (use_dora: false)";
+    };
+  }
   return spec;
 }
 
@@ -128,6 +138,15 @@ void register_models(config::Registry& registry) {
                    "a LoRA " + family + " decoder of any size"),
         [llama3](const Args& a) { return peft::build_lora_decoder(generic_args(a, llama3), lora_settings(a)); });
   }
+
+  // torchtune's multimodal builders: named so a config gets one line saying why, not "unknown component".
+  for (const char* name : {"llama3_2_vision_11b", "lora_llama3_2_vision_11b", "qlora_llama3_2_vision_11b",
+                           "llama3_2_vision_90b", "lora_llama3_2_vision_90b", "qlora_llama3_2_vision_90b"})
+    registry.add<TransformerDecoder>(
+        config::unsupported_component("model", std::string("torchtune.models.llama3_2_vision.") + name, {name},
+                                      "Llama 3.2 Vision is a multimodal (image + text) model; Tunebench trains "
+                                      "text decoders only"),
+        [](const Args&) -> TransformerDecoder { throw std::logic_error("unsupported component built"); });
 
   const std::vector<ArgSpec> path_arg = {
       arg("path", ArgType::Path, "a Hugging Face checkpoint folder (or its config.json)").must_be_set()};

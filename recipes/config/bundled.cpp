@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "config/config.h"
+#include "config/schema.h"
 
 namespace fs = std::filesystem;
 
@@ -89,8 +90,11 @@ std::string recipe_for_config(const std::string& path) {
     }
   }
   auto has = [&](const char* w) { return std::find(words.begin(), words.end(), w) != words.end(); };
-  if (has("lora") || has("qlora") || has("dora")) return "lora_finetune_single_device";
+  if (has("lora") || has("qlora") || has("dora") || has("qdora")) return "lora_finetune_single_device";
   if (has("full")) return "full_finetune_single_device";
+  // Configs for eval, generate or export (torchtune's *_eval.yaml, generation.yaml, ...) hold no training keys.
+  for (const char* w : {"eval", "evaluation", "generation", "generate", "export", "quantization", "inference"})
+    if (has(w)) return kInferenceVerbs;
   return {};
 }
 

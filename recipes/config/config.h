@@ -87,8 +87,9 @@ std::string share_dir();
 std::string find_config(const std::string& name_or_path);
 
 // The recipe a config is written for: a `# recipe: <name>` comment at the top of the file wins; else the
-// file name: a `lora`/`qlora`/`dora` word -> lora_finetune_single_device, a `full` word ->
-// full_finetune_single_device (words are split at '_' and '-'); else "".
+// file name: a `lora`/`qlora`/`dora`/`qdora` word -> lora_finetune_single_device, a `full` word ->
+// full_finetune_single_device (words are split at '_' and '-'); an `eval`, `generation`, `export`...
+// word -> kInferenceVerbs (no training keys); else "".
 std::string recipe_for_config(const std::string& path);
 
 // Every diagnostic formatted, one per line.

@@ -64,7 +64,25 @@ struct ComponentSpec {
   std::vector<ArgSpec> args;
   std::string help;
   bool allow_extra_args = false;  // accept keys not listed in args (kept raw)
+  // Non-empty: a name torchtune's configs use that cannot work here; validation reports this reason
+  // (one line) instead of "unknown component".
+  std::string unsupported = {};
+  // Checks of the arguments together at validation time (after their types): the message of the first
+  // problem, with the argument it is about, or "" (e.g. a dataset `source` naming a Hub dataset).
+  std::function<std::string(const YAML::Node& node, std::string* argument)> check = {};
 };
+
+// A component of `kind` named `name` that is refused at validation time with `reason`.
+inline ComponentSpec unsupported_component(std::string kind, std::string name, std::vector<std::string> aliases,
+                                           std::string reason) {
+  ComponentSpec spec;
+  spec.kind = std::move(kind);
+  spec.name = std::move(name);
+  spec.aliases = std::move(aliases);
+  spec.unsupported = std::move(reason);
+  spec.allow_extra_args = true;
+  return spec;
+}
 
 // The validated arguments of one component node. Getters take defaults from the spec.
 class Args {

@@ -71,8 +71,8 @@ std::vector<KeySpec> build_schema() {
       training_only(component("optimizer", "optimizer", kRequired, "e.g. torch.optim.AdamW with lr, weight_decay")),
       component("lr_scheduler",   "lr_scheduler",  kOptional, "learning-rate schedule; none keeps lr constant"),
       training_only(component("loss", "loss",      kRequired, "e.g. torchtune.modules.loss.CEWithChunkedOutputLoss")),
-      component("metric_logger",  "metric_logger", kOptional, "DiskLogger (default) or StdoutLogger; metrics.jsonl is always written"),
-      no_effect(component("profiler", "profiler",  kOptional, "torchtune.training.setup_torch_profiler; accepted, no effect")),
+      component("metric_logger",  "metric_logger", kOptional, "DiskLogger (default), StdoutLogger or TensorBoardLogger; metrics.jsonl is always written"),
+      component("profiler",       "profiler",      kOptional, "torchtune.training.setup_torch_profiler: a Chrome trace of the scheduled steps"),
 
       // ---- run shape ---------------------------------------------------------------------------------------
       //              key                           type      need       default
@@ -91,11 +91,16 @@ std::vector<KeySpec> build_schema() {
       value(         "enable_activation_checkpointing", T::Bool, kOptional, "false", "recompute activations in backward"),
       no_effect(value("enable_activation_offloading", T::Bool, kOptional, "false", "accepted, no effect (CPU only)")),
       no_effect(value("optimizer_in_bwd",            T::Bool,  kOptional, "false", "accepted, no effect (optimizer steps after backward)")),
+      no_effect(value("low_cpu_ram",                 T::Bool,  kOptional, "false", "torchtune: QLoRA saves through a memory map; accepted, no effect (the merged checkpoint is built in memory)")),
+      one_of(value(  "collate_fn",                   T::String,kOptional, "",      "how samples become a batch: torchtune.data.padded_collate_sft (padded, labels -100)"),
+             {"torchtune.data.padded_collate_sft", "padded_collate_sft"}),
       nullable(at_least(value("num_threads",         T::Int,   kOptional, "",      "intra-op threads; default: the number of cores"), 1)),
 
       // ---- logging and checkpoints -------------------------------------------------------------------------
       at_least(value("log_every_n_steps",            T::Int,   kOptional, "1",     "log metrics every n optimizer steps"), 1),
       value(         "log_peak_memory_stats",        T::Bool,  kOptional, "false", "report peak memory per step"),
+      one_of(value(  "log_level",                    T::String,kOptional, "INFO",  "what the run prints: DEBUG, INFO all; WARNING warnings and the end; ERROR errors"),
+             {"DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL"}),
       value(         "output_dir",                   T::Path,  kRequired, "",      "checkpoints and logs/metrics.jsonl go here"),
       value(         "resume_from_checkpoint",       T::Bool,  kOptional, "false", "continue from the checkpoint in checkpointer.checkpoint_dir"),
       nullable(at_least(value("save_every_n_steps",  T::Int,   kOptional, "null",  "also checkpoint every n steps; 0 or null = at epoch ends only"), 0)),

@@ -189,6 +189,10 @@ class Validator {
       report(*name_node, "'" + name + "' is a " + spec->kind + " component, but " + path + " needs a " + kind);
       return;
     }
+    if (!spec->unsupported.empty()) {
+      report(*name_node, path + ": " + name + " is not supported here: " + spec->unsupported);
+      return;
+    }
     std::vector<std::string> arg_names;
     for (const ArgSpec& a : spec->args) arg_names.push_back(a.name);
     for (const Node& arg : n.children) {
@@ -205,9 +209,16 @@ class Validator {
       }
       check_value(arg, *it, path + "." + arg.key);
     }
+    const size_t before = diags_.size();
     for (const ArgSpec& a : spec->args) {
       if (a.required && !n.find(a.name))
         report(n, "missing required key '" + a.name + "' in " + path + " (" + spec->name + ")", true);
+    }
+    if (spec->check && diags_.size() == before) {
+      std::string argument;
+      const std::string problem = spec->check(to_yaml(n), &argument);
+      const Node* at = argument.empty() ? nullptr : n.find(argument);
+      if (!problem.empty()) report(at ? *at : n, path + (argument.empty() ? "" : "." + argument) + ": " + problem);
     }
   }
 

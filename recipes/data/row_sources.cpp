@@ -6,17 +6,23 @@
 
 namespace tb::data {
 
+std::string local_source_problem(const std::string& source, bool has_data_files) {
+  if (source != "json" && source != "text" && source != "csv") {
+    return "source '" + source +
+           "' is a Hugging Face Hub dataset, which torchtune downloads; Tunebench reads local files only: download "
+           "a copy and use source: json (JSON array or JSON Lines), csv (CSV or TSV with a header row) or text (one "
+           "document a line), with data_files: <path>";
+  }
+  if (!has_data_files) return "source: " + source + " needs data_files (a path or a list of paths)";
+  return "";
+}
+
 std::vector<Row> load_rows(const std::string& source, const std::vector<std::string>& data_files,
                            const std::string& split, std::optional<char> delimiter) {
   if (split != "train" && !split.empty())
     throw std::invalid_argument("split '" + split + "': local files have only the 'train' split");
-  if (source != "json" && source != "text" && source != "csv") {
-    throw std::invalid_argument("source '" + source +
-                                "' is not available: Tunebench reads local files only; use source: json (JSON array "
-                                "or JSON Lines), csv (CSV or TSV with a header row) or text (one document a line), "
-                                "with data_files: <path>");
-  }
-  if (data_files.empty()) throw std::invalid_argument("source: " + source + " needs data_files (a path or a list of paths)");
+  if (const std::string problem = local_source_problem(source, !data_files.empty()); !problem.empty())
+    throw std::invalid_argument(problem);
   std::vector<Row> rows;
   for (const auto& name : data_files) {
     const std::string path = resolve_data_path(name);

@@ -22,6 +22,10 @@ namespace tb::data {
 std::vector<Row> load_rows(const std::string& source, const std::vector<std::string>& data_files,
                            const std::string& split = "train", std::optional<char> delimiter = std::nullopt);
 
+// Why `source` (with or without data_files) cannot be read here, or "": a Hub dataset name is something
+// torchtune downloads; Tunebench reads local files only and says how to point at a local copy.
+std::string local_source_problem(const std::string& source, bool has_data_files);
+
 // Names a dataset in logs ("chat_dataset: 120 samples from data/chat.jsonl") and says what to do with bad rows.
 struct DatasetOrigin {
   std::string component;  // e.g. "chat_dataset"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <torch/csrc/autograd/custom_function.h>
 #include <torch/nn/functional/loss.h>
 
 #include "models/transformer.h"
@@ -14,9 +15,63 @@ at::Tensor cross_entropy_sum(const at::Tensor& logits, const at::Tensor& labels,
                           F::CrossEntropyFuncOptions().ignore_index(ignore_index).reduction(torch::kSum));
 }
 
+namespace {
+
+// The output projection and cross entropy of one chunk, as a closure that outlives the forward pass.
+struct LossChunk : torch::CustomClassHolder {
+  TransformerDecoderImpl* model = nullptr;
+  torch::Tensor labels;
+  int64_t ignore_index = -100;
+  torch::Tensor run(const torch::Tensor& hidden) const {
+    auto logits = model->output_projection(hidden);
+    return cross_entropy_sum(logits.reshape({-1, logits.size(-1)}), labels.reshape({-1}), ignore_index);
+  }
+};
+
+// One chunk's loss without keeping its logits: backward recomputes them with grad enabled and
+// back-propagates through the recomputed graph (the head's parameter gradients land as usual).
+struct RecomputedLossChunk : torch::autograd::Function<RecomputedLossChunk> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor hidden,
+                               c10::intrusive_ptr<LossChunk> chunk) {
+    ctx->saved_data["chunk"] = c10::IValue::make_capsule(chunk);
+    ctx->save_for_backward({hidden});
+    torch::NoGradGuard no_grad;
+    return chunk->run(hidden);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_out) {
+    auto holder = ctx->saved_data["chunk"].toCapsule();
+    const auto* chunk = static_cast<const LossChunk*>(holder.get());
+    auto input = ctx->get_saved_variables()[0].detach().requires_grad_(true);
+    torch::Tensor loss;
+    {
+      torch::AutoGradMode grad(true);
+      loss = chunk->run(input);
+    }
+    torch::autograd::backward({loss}, {grad_out[0]});
+    return {input.grad(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
 at::Tensor token_loss_sum(TransformerDecoderImpl& model, const at::Tensor& hidden, const at::Tensor& labels,
                           const LossSpec& spec) {
   const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(spec.num_output_chunks, hidden.size(1)));
+  if (spec.recompute_chunks && torch::GradMode::is_enabled()) {
+    auto hidden_chunks = hidden.chunk(chunks, /*dim=*/1);
+    auto label_chunks = labels.chunk(chunks, /*dim=*/1);
+    at::Tensor total;
+    for (size_t i = 0; i < hidden_chunks.size(); ++i) {
+      auto chunk = c10::make_intrusive<LossChunk>();
+      chunk->model = &model;
+      chunk->labels = label_chunks[i];
+      chunk->ignore_index = spec.ignore_index;
+      auto part = RecomputedLossChunk::apply(hidden_chunks[i], chunk);
+      total = total.defined() ? total + part : part;
+    }
+    return total;
+  }
   if (chunks == 1) {
     auto logits = model.output_projection(hidden);
     return cross_entropy_sum(logits.reshape({-1, logits.size(-1)}), labels.reshape({-1}), spec.ignore_index);

@@ -15,6 +15,9 @@ class TransformerDecoderImpl;
 struct LossSpec {
   int64_t ignore_index = -100;
   int64_t num_output_chunks = 1;  // >1: CEWithChunkedOutputLoss (the output projection is chunked)
+  // LinearCrossEntropyLoss: each chunk's logits are dropped after its loss and recomputed in backward,
+  // so at most one chunk of logits exists at a time in backward too (the eager path saves the memory).
+  bool recompute_chunks = false;
 };
 
 // Sum of token cross entropies of `logits` [N, V] (any float dtype; computed in fp32) against
@@ -23,7 +26,8 @@ at::Tensor cross_entropy_sum(const at::Tensor& logits, const at::Tensor& labels,
 
 // Sum over unmasked positions of the next-token cross entropy of `hidden` [B, T, dim] (the final-norm
 // output). The output projection runs on `spec.num_output_chunks` slices of the sequence at a time
-// (CEWithChunkedOutputLoss), so only one slice of logits is alive at a time in the forward pass.
+// (CEWithChunkedOutputLoss), so only one slice of logits is alive at a time in the forward pass; with
+// spec.recompute_chunks also in the backward pass (LinearCrossEntropyLoss).
 at::Tensor token_loss_sum(TransformerDecoderImpl& model, const at::Tensor& hidden, const at::Tensor& labels,
                           const LossSpec& spec);
 

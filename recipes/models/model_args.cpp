@@ -298,6 +298,7 @@ const std::vector<Preset>& presets() {
          a.num_layers = 28, a.num_heads = 24, a.embed_dim = 3072;
          return a;
        }},
+      {"llama3_8b", "torchtune.models.llama3.", "Llama 3 8B", [] { return make(128256, 32, 32, 8, 4096, 8192, 14336, 500000.0); }},
       {"llama3_1_8b", "torchtune.models.llama3_1.", "Llama 3.1 8B (rope scaling 8)", llama3_1_8b_args},
       {"mistral_7b", "torchtune.models.mistral.", "Mistral 7B (full attention, no sliding window)", mistral_7b_args},
       {"qwen2_0_5b", "torchtune.models.qwen2.", "Qwen2 0.5B", [] { return qwen2_like(151936, 24, 14, 2, 896, 4864, 32768, true); }},
@@ -309,6 +310,8 @@ const std::vector<Preset>& presets() {
       {"qwen2_5_3b", "torchtune.models.qwen2_5.", "Qwen2.5 3B", [] { return qwen2_like(151936, 36, 16, 2, 2048, 11008, 32768, true); }},
       {"qwen2_5_7b_base", "torchtune.models.qwen2_5.", "Qwen2.5 7B base", [] { return qwen2_like(152064, 28, 28, 4, 3584, 18944, 131072, false); }},
       {"qwen2_5_7b_instruct", "torchtune.models.qwen2_5.", "Qwen2.5 7B instruct", [] { return qwen2_like(152064, 28, 28, 4, 3584, 18944, 32768, false); }},
+      {"qwen2_5_14b_base", "torchtune.models.qwen2_5.", "Qwen2.5 14B base", [] { return qwen2_like(152064, 48, 40, 8, 5120, 13824, 131072, false, 1e-5); }},
+      {"qwen2_5_14b_instruct", "torchtune.models.qwen2_5.", "Qwen2.5 14B instruct", [] { return qwen2_like(152064, 48, 40, 8, 5120, 13824, 32768, false); }},
       {"qwen3_0_6b_base", "torchtune.models.qwen3.", "Qwen3 0.6B base", [] { return qwen3_like(28, 16, 1024, 3072, 32768, true); }},
       {"qwen3_0_6b_instruct", "torchtune.models.qwen3.", "Qwen3 0.6B", [] { return qwen3_like(28, 16, 1024, 3072, 40960, true); }},
       {"qwen3_1_7b_base", "torchtune.models.qwen3.", "Qwen3 1.7B base", [] { return qwen3_like(28, 16, 2048, 6144, 32768, true); }},
@@ -317,10 +320,18 @@ const std::vector<Preset>& presets() {
       {"qwen3_4b_instruct", "torchtune.models.qwen3.", "Qwen3 4B", [] { return qwen3_like(36, 32, 2560, 9728, 40960, true); }},
       {"qwen3_8b_base", "torchtune.models.qwen3.", "Qwen3 8B base", [] { return qwen3_like(36, 32, 4096, 12288, 32768, false); }},
       {"qwen3_8b_instruct", "torchtune.models.qwen3.", "Qwen3 8B", [] { return qwen3_like(36, 32, 4096, 12288, 40960, false); }},
+      {"qwen3_14b_base", "torchtune.models.qwen3.", "Qwen3 14B base", [] { return qwen3_like(40, 40, 5120, 17408, 32768, false); }},
+      {"qwen3_14b_instruct", "torchtune.models.qwen3.", "Qwen3 14B", [] { return qwen3_like(40, 40, 5120, 17408, 40960, false); }},
       {"gemma_2b", "torchtune.models.gemma.", "Gemma 2B", [] { return gemma_like(Family::gemma, 256000, 18, 8, 1, 256, 2048, 16384, 8192); }},
       {"gemma_7b", "torchtune.models.gemma.", "Gemma 7B", [] { return gemma_like(Family::gemma, 256000, 28, 16, 16, 256, 3072, 24576, 8192); }},
       {"gemma2_2b", "torchtune.models.gemma2.", "Gemma 2 2B", [] { return gemma_like(Family::gemma2, 256000, 26, 8, 4, 256, 2304, 9216, 8192); }},
       {"gemma2_9b", "torchtune.models.gemma2.", "Gemma 2 9B", [] { return gemma_like(Family::gemma2, 256000, 42, 16, 8, 256, 3584, 14336, 8192); }},
+      {"gemma2_27b", "torchtune.models.gemma2.", "Gemma 2 27B (queries scaled by 144, not head_dim)",
+       [] {
+         ModelArgs a = gemma_like(Family::gemma2, 256000, 46, 32, 16, 128, 4608, 36864, 8192);
+         a.query_pre_attn_scalar = 144.0;  // embed_dim / num_heads, as the published config
+         return a;
+       }},
       {"gemma3_270m", "tunebench.models.gemma3.", "Gemma 3 270M (text)", [] { return gemma_like(Family::gemma3, 262144, 18, 4, 1, 256, 640, 2048, 32768); }},
       {"gemma3_1b", "tunebench.models.gemma3.", "Gemma 3 1B (text)", [] { return gemma_like(Family::gemma3, 262144, 26, 4, 1, 256, 1152, 6912, 32768); }},
       {"phi3_mini", "torchtune.models.phi3.", "Phi-3-mini 4k (sliding window 2047)",

@@ -164,7 +164,24 @@ std::string CheckpointWriter::write(const std::string& name, int64_t step, const
                                     const std::function<void(const std::string& folder)>& fill) {
   last_ = write_checkpoint_folder(output_dir_, name, fill, manifest);
   logger_.log_event({{"event", "checkpoint"}, {"path", last_}, {"step", step}});
+  if (keep_last_ > 0) remove_old_checkpoints();
   return last_;
+}
+
+void CheckpointWriter::remove_old_checkpoints() {
+  std::vector<CheckpointInfo> complete;
+  for (auto& c : list_checkpoints(output_dir_))
+    if (c.complete) complete.push_back(std::move(c));
+  // Oldest step first; the one just written is never removed.
+  for (size_t i = 0; i + static_cast<size_t>(keep_last_) < complete.size(); ++i) {
+    if (std::filesystem::equivalent(complete[i].path, last_)) continue;
+    std::error_code ec;
+    std::filesystem::remove_all(complete[i].path, ec);
+    if (ec)
+      logger_.log_event({{"event", "warning"}, {"message", "cannot remove old checkpoint " + complete[i].path + ": " + ec.message()}});
+    else
+      logger_.log_event({{"event", "checkpoint_removed"}, {"path", complete[i].path}});
+  }
 }
 
 }  // namespace tb::training

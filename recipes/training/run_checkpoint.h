@@ -61,11 +61,17 @@ class CheckpointWriter {
   std::string write(const std::string& name, int64_t step, const nlohmann::json& manifest,
                     const std::function<void(const std::string& folder)>& fill);
   const std::string& last() const { return last_; }
+  // checkpointer.keep_last_n_checkpoints: after each new checkpoint is complete, the oldest complete
+  // ones beyond `n` are removed (0: keep all).
+  void keep_last(int64_t n) { keep_last_ = n; }
 
  private:
+  void remove_old_checkpoints();
+
   std::string output_dir_;
   MetricLogger& logger_;
   std::string last_;
+  int64_t keep_last_ = 0;
 };
 
 }  // namespace tb::training

@@ -175,6 +175,10 @@ class TestModelFamilies : public QObject {
     QTest::newRow("SmolLM2 135M") << "tunebench.models.smollm2.smollm2_135m" << qint64(134515008);
     QTest::newRow("SmolLM2 1.7B") << "tunebench.models.smollm2.smollm2_1_7b" << qint64(1711376384);
     QTest::newRow("Llama 3.2 3B") << "torchtune.models.llama3_2.llama3_2_3b" << qint64(3212749824);
+    QTest::newRow("Llama 3 8B") << "torchtune.models.llama3.llama3_8b" << qint64(8030261248);
+    QTest::newRow("Qwen2.5 14B") << "torchtune.models.qwen2_5.qwen2_5_14b_instruct" << qint64(14770033664);
+    QTest::newRow("Qwen3 14B") << "torchtune.models.qwen3.qwen3_14b_instruct" << qint64(14768307200);
+    QTest::newRow("Gemma 2 27B") << "torchtune.models.gemma2.gemma2_27b" << qint64(27227128320);
   }
   void presetsHaveThePublishedParameterCounts() {
     QFETCH(QString, component);
