@@ -43,7 +43,7 @@ class FullFinetuneRecipeSingleDevice {
     }
     const auto report = checkpoint::FullModelHFCheckpointer(source).load_into(*model_, settings_.runtime.seed);
     training::log_info(logger_, report.message);
-    for (const auto& w : report.warnings) training::log_info(logger_, "warning: " + w);
+    for (const auto& w : report.warnings) training::log_warning(logger_, w);
     model_->to(settings_.runtime.dtype);
 
     // Data, step, optimizer and loop; every parameter trains.

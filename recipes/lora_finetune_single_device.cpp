@@ -64,7 +64,7 @@ class LoRAFinetuneRecipeSingleDevice {
     base_checkpointer_ = checkpoint::FullModelHFCheckpointer(options);
     const auto report = base_checkpointer_.load_into(*model_, settings_.runtime.seed);
     training::log_info(logger_, report.message);
-    for (const auto& w : report.warnings) training::log_info(logger_, "warning: " + w);
+    for (const auto& w : report.warnings) training::log_warning(logger_, w);
     const std::string adapter_dir = !resume_dir_.empty() ? resume_dir_ : adapter_checkpoint_dir();
     if (!adapter_dir.empty()) {
       peft::load_adapter_into(*model_, peft::load_peft_adapter(adapter_dir, model_->args()), adapter_dir);

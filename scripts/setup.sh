@@ -22,9 +22,9 @@ packages=(
   libsentencepiece-dev sentencepiece
   libonig-dev libutf8proc-dev
 )
-# The tests compare against independent references: PyTorch's Python front end, SentencePiece's, and
-# Jinja2 (the renderer transformers uses for chat templates).
-test_packages=(python3 python3-torch python3-numpy python3-sentencepiece python3-jinja2 xvfb xauth)
+# The tests compare against independent references: PyTorch's Python front end, SentencePiece's,
+# Jinja2 (the renderer transformers uses for chat templates) and CRC-32C (TensorBoard's record checksums).
+test_packages=(python3 python3-torch python3-numpy python3-sentencepiece python3-jinja2 python3-crc32c xvfb xauth)
 
 step() { printf '==> %s\n' "$*"; }
 

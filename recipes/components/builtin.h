@@ -16,7 +16,7 @@ const config::Registry& builtin();
 void register_models(config::Registry& registry);          // decoders, LoRA / QLoRA variants, from_hf_config
 void register_checkpointers(config::Registry& registry);   // FullModelHFCheckpointer
 void register_data(config::Registry& registry);            // tokenizers and datasets
-void register_metric_loggers(config::Registry& registry);  // DiskLogger, StdoutLogger, the profiler block
+void register_metric_loggers(config::Registry& registry);  // DiskLogger, StdoutLogger, TensorBoardLogger (WandB, Comet, MLflow refused), the profiler
 void register_optim(config::Registry& registry);           // optimizers, LR schedules, losses
 
 }  // namespace tb::components

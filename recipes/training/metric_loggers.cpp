@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -10,6 +11,7 @@
 
 #include "config/config.h"
 #include "config/registry.h"
+#include "config/schema.h"
 
 namespace tb::training {
 
@@ -87,11 +89,35 @@ std::string format_progress_line(const StepMetrics& m, const EtaEstimator& eta) 
 
 // ---- StdoutLogger ----------------------------------------------------------------------------------------
 
+LogLevel parse_log_level(const std::string& name) {
+  std::string upper = name;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (upper == "DEBUG") return LogLevel::Debug;
+  if (upper == "INFO") return LogLevel::Info;
+  if (upper == "WARNING" || upper == "WARN") return LogLevel::Warning;
+  if (upper == "ERROR") return LogLevel::Error;
+  if (upper == "CRITICAL" || upper == "FATAL") return LogLevel::Critical;
+  throw std::runtime_error("log_level: unknown level '" + name + "' (DEBUG, INFO, WARNING, ERROR or CRITICAL)");
+}
+
+namespace {
+
+// Warnings are warnings; how the run ended is the summary WARNING keeps, an error when it failed.
+LogLevel level_of(const nlohmann::json& event) {
+  const std::string kind = event.value("event", std::string());
+  if (kind == "warning") return LogLevel::Warning;
+  if (kind == "end") return event.value("status", std::string()) == "failed" ? LogLevel::Error : LogLevel::Warning;
+  return LogLevel::Info;
+}
+
+}  // namespace
+
 StdoutLogger::StdoutLogger(std::ostream& out, bool overwrite_line) : out_(out), overwrite_line_(overwrite_line) {}
 StdoutLogger::StdoutLogger() : StdoutLogger(std::cout, isatty(STDOUT_FILENO) == 1) {}
 
 void StdoutLogger::log_step(const StepMetrics& m) {
   eta_.observe(m);
+  if (level_ > LogLevel::Info) return;
   std::string line = format_progress_line(m, eta_);
   if (overwrite_line_) {
     out_ << "\r\033[K" << line << std::flush;  // carriage return + clear to end of line
@@ -102,6 +128,7 @@ void StdoutLogger::log_step(const StepMetrics& m) {
 }
 
 void StdoutLogger::log_event(const nlohmann::json& event) {
+  if (level_of(event) < level_) return;
   if (line_open_) {
     out_ << '\n';
     line_open_ = false;
@@ -145,7 +172,14 @@ void CallbackLogger::log_event(const nlohmann::json& event) {
 }
 
 void FanOutLogger::add(std::shared_ptr<MetricLogger> logger) {
-  if (logger) loggers_.push_back(std::move(logger));
+  if (!logger) return;
+  if (auto* console = dynamic_cast<StdoutLogger*>(logger.get())) console->set_level(level_);
+  loggers_.push_back(std::move(logger));
+}
+void FanOutLogger::set_log_level(LogLevel level) {
+  level_ = level;
+  for (auto& l : loggers_)
+    if (auto* console = dynamic_cast<StdoutLogger*>(l.get())) console->set_level(level);
 }
 void FanOutLogger::log_step(const StepMetrics& m) {
   for (auto& l : loggers_) l->log_step(m);
@@ -161,6 +195,7 @@ void FanOutLogger::flush() {
 
 std::unique_ptr<FanOutLogger> make_metric_logger(const config::Config& cfg, const config::Registry& registry) {
   auto fan = std::make_unique<FanOutLogger>();
+  fan->set_log_level(parse_log_level(config::setting_string(cfg, "log_level")));
   std::string output_dir = cfg.get_string("output_dir", ".");
   std::string log_dir = (std::filesystem::path(output_dir) / "logs").string();
   YAML::Node node = cfg.at("metric_logger");

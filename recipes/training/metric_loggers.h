@@ -58,12 +58,19 @@ std::string format_duration(double seconds);
 // step 12/100 | epoch 0 | loss 2.3456 | lr 2.0e-05 | 1234 tok/s | 0.52 s/step | ETA 46s   (ETA -- until known)
 std::string format_progress_line(const StepMetrics& m, const EtaEstimator& eta);
 
-// A progress line per logged step, and a line per event. With `overwrite_line` (a terminal) each step
-// line replaces the previous one.
+// torchtune's `log_level`, for what a run prints: DEBUG and INFO everything, WARNING warnings and how
+// the run ended, ERROR only a failure (metrics.jsonl always gets everything).
+enum class LogLevel { Debug, Info, Warning, Error, Critical };
+// torchtune's names (Python's logging levels: DEBUG, INFO, WARNING or WARN, ERROR, CRITICAL), any case.
+LogLevel parse_log_level(const std::string& name);
+
+// A progress line per logged step, and a line per event, those below its level left out. With
+// `overwrite_line` (a terminal) each step line replaces the previous one.
 class StdoutLogger : public MetricLogger {
  public:
   explicit StdoutLogger(std::ostream& out, bool overwrite_line = false);
   StdoutLogger();  // std::cout, overwriting when stdout is a terminal
+  void set_level(LogLevel level) { level_ = level; }
   void log_step(const StepMetrics& m) override;
   void log_event(const nlohmann::json& event) override;
   void flush() override;
@@ -71,6 +78,7 @@ class StdoutLogger : public MetricLogger {
  private:
   std::ostream& out_;
   bool overwrite_line_;
+  LogLevel level_ = LogLevel::Info;
   bool line_open_ = false;
   EtaEstimator eta_;
 };
@@ -87,10 +95,12 @@ class CallbackLogger : public MetricLogger {
   std::function<void(const nlohmann::json&)> on_event_;
 };
 
-// Sends everything to each of its loggers, in the order they were added.
+// Sends everything to each of its loggers, in the order they were added. The run's log level goes to
+// each StdoutLogger among them, added before or after it is set.
 class FanOutLogger : public MetricLogger {
  public:
   void add(std::shared_ptr<MetricLogger> logger);
+  void set_log_level(LogLevel level);
   size_t size() const { return loggers_.size(); }
   template <class T>
   bool contains() const {
@@ -104,11 +114,13 @@ class FanOutLogger : public MetricLogger {
 
  private:
   std::vector<std::shared_ptr<MetricLogger>> loggers_;
+  LogLevel level_ = LogLevel::Info;
 };
 
 // The loggers a run's config asks for: its `metric_logger` component, plus a DiskLogger when that is not
-// one, so <log_dir or output_dir/logs>/metrics.jsonl is always written. Callers may add more (the CLI adds
-// a StdoutLogger, the GUI a CallbackLogger). Throws std::runtime_error when the log file cannot be opened.
+// one, so <log_dir or output_dir/logs>/metrics.jsonl is always written, at the config's log_level. Callers
+// may add more (the CLI adds a StdoutLogger, the GUI a CallbackLogger). Throws std::runtime_error when the
+// log file cannot be opened.
 std::unique_ptr<FanOutLogger> make_metric_logger(const config::Config& cfg, const config::Registry& registry);
 
 }  // namespace tb::training

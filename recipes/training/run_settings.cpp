@@ -25,6 +25,10 @@ void log_info(MetricLogger& logger, const std::string& text) {
   logger.log_event({{"event", "info"}, {"message", text}});
 }
 
+void log_warning(MetricLogger& logger, const std::string& text) {
+  logger.log_event({{"event", "warning"}, {"message", text}});
+}
+
 void begin_run(RunSettings& settings, const config::Config& cfg, const std::string& resume_dir, MetricLogger& logger) {
   if (!resume_dir.empty()) {
     const uint64_t recorded = read_recipe_counters(resume_dir).seed;

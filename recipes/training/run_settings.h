@@ -34,5 +34,7 @@ void begin_run(RunSettings& settings, const config::Config& cfg, const std::stri
 
 // {"event":"info","message":text}
 void log_info(MetricLogger& logger, const std::string& text);
+// {"event":"warning","message":text}: shown at log_level WARNING too
+void log_warning(MetricLogger& logger, const std::string& text);
 
 }  // namespace tb::training

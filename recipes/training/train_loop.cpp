@@ -58,6 +58,7 @@ void TrainLoop::wait_while_paused() const {
 
 RunResult TrainLoop::run(TrainStep& step, data::DataLoader& loader, const SaveCheckpoint& save) {
   RunResult result;
+  StepProfiler profiler(profiler_, logger_);  // writes a trace it holds on any return
   bool resumed = resumed_;
   apply_schedule(step.optimizer());
   const int64_t accumulation = options_.gradient_accumulation_steps;
@@ -109,6 +110,7 @@ RunResult TrainLoop::run(TrainStep& step, data::DataLoader& loader, const SaveCh
         logger_.log_step(m);
         resumed = false;
       }
+      profiler.step_done();  // where torchtune calls prof.step(): after the step is logged
       if (options_.save_every_n_steps > 0 && global_step_ % options_.save_every_n_steps == 0)
         save("step_" + std::to_string(global_step_), epoch);
       wait_while_paused();  // returns at once when not paused, or when a stop arrives while paused

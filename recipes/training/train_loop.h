@@ -14,6 +14,7 @@
 #include "data/dataloader.h"
 #include "training/metrics.h"
 #include "training/optim.h"
+#include "training/profiler_schedule.h"
 #include "training/recipe_state.h"
 #include "training/run_control.h"
 #include "training/train_step.h"
@@ -43,6 +44,8 @@ class TrainLoop {
 
   // The learning rate is base_lr * schedule(step) after every step (torch's LambdaLR); none: constant.
   void set_schedule(LrLambda schedule, double base_lr);
+  // Traces the steps the profiler's schedule names (training/profiler_schedule.h); off by default.
+  void set_profiler(ProfilerOptions options) { profiler_ = std::move(options); }
   // Continues a run where its checkpoint's counters say.
   void resume_from(const RecipeState& state);
 
@@ -65,6 +68,7 @@ class TrainLoop {
   int64_t steps_per_epoch_ = 0;
   LrLambda schedule_;
   double base_lr_ = 0;
+  ProfilerOptions profiler_;
   bool resumed_ = false;
   int64_t global_step_ = 0;
   int64_t epochs_run_ = 0;

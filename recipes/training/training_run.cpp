@@ -12,6 +12,8 @@ TrainingRun::TrainingRun(const config::Config& cfg, const config::Registry& regi
                          models::TransformerDecoder model, const std::string& resume_dir, MetricLogger& logger,
                          RunControl& control)
     : cfg_(cfg), settings_(settings), writer_(settings.output_dir, logger) {
+  if (const YAML::Node keep = cfg.at("checkpointer.keep_last_n_checkpoints"); keep && !keep.IsNull())
+    writer_.keep_last(keep.as<int64_t>());
   // Data, after the model: the dataset may take its vocabulary.
   tokenizer_ = registry.build<std::shared_ptr<data::Tokenizer>>(cfg.at("tokenizer"));
   auto dataset = data::build_dataset(registry, cfg.at("dataset"), {tokenizer_, model->args().vocab_size});
@@ -38,6 +40,18 @@ TrainingRun::TrainingRun(const config::Config& cfg, const config::Registry& regi
   if (cfg.has_component("lr_scheduler"))
     loop_->set_schedule(registry.build<LrScheduleFactory>(cfg.at("lr_scheduler"))(loop_->total_steps()),
                         current_lr(step_->optimizer()));
+  if (cfg.has_component("profiler")) {
+    ProfilerOptions profiler = registry.build<ProfilerOptions>(cfg.at("profiler"));
+    if (profiler.output_dir.empty())
+      profiler.output_dir = settings.output_dir + "/profiling_outputs";  // as torchtune's configs
+    const int64_t skipped = profiler.wait_steps + profiler.warmup_steps;
+    if (profiler.enabled)
+      log_info(logger, "profiler: traces steps " + std::to_string(skipped + 1) + "-" +
+                           std::to_string(skipped + profiler.active_steps) + " of each cycle (" +
+                           (profiler.num_cycles ? std::to_string(profiler.num_cycles) : "unlimited") + " cycles) in " +
+                           profiler.output_dir);
+    loop_->set_profiler(profiler);
+  }
   if (!resume_dir.empty()) {
     loop_->resume_from(load_recipe_state(resume_dir, step_->optimizer()));
     log_info(logger, "resumed from " + resume_dir + " at step " + std::to_string(loop_->global_step()));

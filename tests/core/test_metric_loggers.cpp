@@ -1,16 +1,22 @@
 // Metric loggers: the JSONL format read back, the progress line and its ETA (steady steps only),
-// callbacks, fan-out, and loggers built from a config.
+// callbacks, fan-out, loggers built from a config, TensorBoard's event files read by an independent
+// reader, the loggers refused for needing a service, log_level, and the profiler block.
 #include <QtTest>
 
 #include "test_main.h"
+#include "test_support.h"
 
+#include <chrono>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "components/builtin.h"
 #include "config/config.h"
 #include "config/registry.h"
 #include "training/metric_loggers.h"
+#include "training/profiler_schedule.h"
+#include "training/tensorboard_logger.h"
 
 using namespace tb::training;
 
@@ -50,6 +56,29 @@ tb::config::Config config_with(const std::string& output_dir, const std::string&
   return *r.config;
 }
 
+double unix_time() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// What tests/reference/tfevents_reference.py reads from an event file.
+tbtest::ProcessResult read_tfevents(const QString& path) {
+  return tbtest::run_reference("tfevents_reference.py", {path});
+}
+
+QString fixture(const char* name) { return QString(TB_SOURCE_DIR) + "/tests/data/config/" + name; }
+
+// `tunebench-cli run` of the tiny fixture into `output_dir`, with more overrides.
+tbtest::ProcessResult run_tiny(const QString& output_dir, const QStringList& overrides) {
+  const QStringList args = QStringList{"run",
+                                       "full_finetune_single_device",
+                                       "--config",
+                                       fixture("tiny_random_full.yaml"),
+                                       "output_dir=" + output_dir,
+                                       "tokenizer.path=" TB_SOURCE_DIR "/resources/tokenizer/tokenizer.model"} +
+                           overrides;
+  return tbtest::run_process(qEnvironmentVariable("TB_CLI"), args);
+}
+
 }  // namespace
 
 class TestMetricLoggers : public QObject {
@@ -60,7 +89,8 @@ class TestMetricLoggers : public QObject {
     m.epoch = 1;
     m.peak_memory_gib = 1.25;
     nlohmann::json j = to_json(m);
-    for (const char* key : {"step", "epoch", "loss", "lr", "tokens_per_second", "step_time_s", "peak_memory_gib", "phase"})
+    for (const char* key :
+         {"step", "epoch", "loss", "lr", "tokens_per_second", "step_time_s", "peak_memory_gib", "phase"})
       QVERIFY2(j.contains(key), key);
     QCOMPARE(j["phase"].get<std::string>(), std::string("warmup"));
     QCOMPARE(j["step"].get<int64_t>(), int64_t(7));
@@ -190,7 +220,8 @@ class TestMetricLoggers : public QObject {
     logger.log_event({{"event", "end"}, {"status", "stopped"}});
     QStringList lines = QString::fromStdString(out.str()).split('\n', Qt::SkipEmptyParts);
     QCOMPARE(lines.size(), 5);
-    QCOMPARE(lines[0], QString("step 1/10 | epoch 0 | loss 2.5000 | lr 2.0e-05 | 200 tok/s | 5.00 s/step | ETA -- (warm-up)"));
+    QCOMPARE(lines[0],
+             QString("step 1/10 | epoch 0 | loss 2.5000 | lr 2.0e-05 | 200 tok/s | 5.00 s/step | ETA -- (warm-up)"));
     QCOMPARE(lines[1], QString("step 2/10 | epoch 0 | loss 2.5000 | lr 2.0e-05 | 500 tok/s | 2.00 s/step | ETA 16s"));
     QCOMPARE(lines[2], QString("checkpoint saved: runs/x/step_2"));
     QCOMPARE(lines[3], QString("starting from random weights"));
@@ -269,6 +300,274 @@ class TestMetricLoggers : public QObject {
     QCOMPARE(logger->size(), size_t(1));
     logger->log_step(step(1, 1, 1, Phase::Steady));
     QCOMPARE(read_jsonl(dir.filePath("run/logs/metrics.jsonl")).size(), size_t(1));
+  }
+
+  // ---- TensorBoard -------------------------------------------------------------------------------------------
+
+  void crc32cCheckValues() {
+    QCOMPARE(crc32c("123456789"), uint32_t(0xE3069283));            // the CRC-32C check value
+    QCOMPARE(crc32c(std::string(32, '\0')), uint32_t(0x8A9136AA));  // RFC 3720 B.4: 32 bytes of zeros
+    QCOMPARE(crc32c(""), uint32_t(0));
+  }
+
+  // Every tag, step and value, as an independent reader finds them (CRCs checked with python3-crc32c), read
+  // while the logger is still open: a logged step is in the file at once.
+  void tensorBoardEventsReadBack() {
+    QVERIFY2(!tbtest::reference_python().isEmpty(), "python3 is needed for the reference (scripts/setup.sh test)");
+    QTemporaryDir dir;
+    const double before = unix_time();
+    TensorBoardLogger logger(dir.path().toStdString());  // organize_logs, as torchtune: a run folder inside
+    const QFileInfo file(QString::fromStdString(logger.path()));
+    QVERIFY2(file.fileName().startsWith("events.out.tfevents."), qPrintable(file.filePath()));
+    QVERIFY(file.dir().dirName().startsWith("run_0_"));
+    QCOMPARE(QFileInfo(file.absolutePath()).absolutePath(), QFileInfo(dir.path()).absoluteFilePath());
+    std::vector<StepMetrics> logged = {step(1, 3, 0.5, Phase::Warmup), step(2, 3, 0.25, Phase::Steady),
+                                       step(3, 3, 0.125, Phase::Steady)};
+    logged[0].loss = 2.75;
+    logged[1].loss = 1.0 / 3.0;  // not exact in float: compared as the float it becomes
+    logged[2].lr = 1e-4;
+    logged[2].peak_memory_gib = 0.75;  // measured: logged too
+    for (const auto& m : logged) logger.log_step(m);
+    logger.log_event({{"event", "info"}, {"message", "not a scalar"}});  // nothing in TensorBoard
+
+    const auto r = read_tfevents(file.filePath());
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const auto events = nlohmann::json::parse(tbtest::last_line(r.out).toStdString())["events"];
+    QCOMPARE(events.size(), size_t(4));
+    QCOMPARE(events[0]["file_version"].get<std::string>(), std::string("brain.Event:2"));
+    for (size_t i = 0; i < logged.size(); ++i) {
+      const auto& e = events[i + 1];
+      const StepMetrics& m = logged[i];
+      QCOMPARE(e["step"].get<int64_t>(), m.step);
+      const double wall = e["wall_time"].get<double>();
+      QVERIFY2(wall >= before - 1 && wall <= unix_time() + 1, qPrintable(QString::number(wall, 'f')));
+      std::map<std::string, double> want = {
+          {"loss", m.loss}, {"lr", m.lr}, {"tokens_per_second", m.tokens_per_second}, {"step_time_s", m.step_time_s}};
+      if (m.peak_memory_gib > 0) want["peak_memory_gib"] = m.peak_memory_gib;
+      QCOMPARE(e["scalars"].size(), want.size());
+      for (const auto& [tag, value] : want) {
+        QVERIFY2(e["scalars"].contains(tag), tag.c_str());
+        QCOMPARE(e["scalars"][tag].get<float>(), static_cast<float>(value));
+      }
+    }
+  }
+
+  // The negative control: the reader does check the CRCs (of a length, of a record, the last byte).
+  void tensorBoardReaderRejectsAFlippedByte() {
+    QVERIFY2(!tbtest::reference_python().isEmpty(), "python3 is needed for the reference (scripts/setup.sh test)");
+    QTemporaryDir dir;
+    std::string path;
+    {
+      TensorBoardLogger logger(dir.path().toStdString(), false);
+      QCOMPARE(QFileInfo(QString::fromStdString(logger.path())).absolutePath(),
+               QFileInfo(dir.path()).absoluteFilePath());
+      logger.log_step(step(1, 2, 0.5, Phase::Steady));
+      logger.log_step(step(2, 2, 0.5, Phase::Steady));
+      path = logger.path();
+    }
+    const std::string bytes = tbtest::read_file(path);
+    uint64_t first_length = 0;
+    for (int i = 7; i >= 0; --i) first_length = first_length << 8 | static_cast<unsigned char>(bytes[i]);
+    const size_t second = 12 + first_length + 4;  // where the second record's frame starts
+    QVERIFY(second + 16 < bytes.size());
+    for (size_t offset : {second, second + 12 + 3, bytes.size() - 1}) {
+      std::string flipped = bytes;
+      flipped[offset] = static_cast<char>(flipped[offset] ^ 0x10);
+      const QString copy = dir.filePath("flipped");
+      tbtest::write_file(copy.toStdString(), flipped);
+      const auto r = read_tfevents(copy);
+      QVERIFY2(r.code == 1 && r.err.contains("CRC mismatch"),
+               qPrintable(QString::number(offset) + ": " + r.err + r.out));
+    }
+    QCOMPARE(read_tfevents(QString::fromStdString(path)).code, 0);
+  }
+
+  void fromConfigTensorBoardLogger() {
+    QTemporaryDir dir;
+    auto cfg = config_with(dir.filePath("run").toStdString(),
+                           "metric_logger:\n  _component_: torchtune.training.metric_logging.TensorBoardLogger\n"
+                           "  log_dir: ${output_dir}/tb\n  organize_logs: false\n");
+    auto logger = make_metric_logger(cfg, tb::components::builtin());
+    QVERIFY(logger->contains<TensorBoardLogger>());
+    QVERIFY(logger->contains<DiskLogger>());  // metrics.jsonl next to the event file
+    logger->log_step(step(1, 1, 1, Phase::Steady));
+    QCOMPARE(read_jsonl(dir.filePath("run/tb/metrics.jsonl")).size(), size_t(1));
+    QCOMPARE(QDir(dir.filePath("run/tb")).entryList({"events.out.tfevents.*"}, QDir::Files).size(), 1);
+  }
+
+  // ---- loggers that need a service ---------------------------------------------------------------------------
+
+  void serviceLoggersRefused_data() {
+    QTest::addColumn<QString>("component");
+    for (const char* name : {"torchtune.training.metric_logging.WandBLogger", "WandBLogger",
+                             "torchtune.training.metric_logging.CometLogger", "CometLogger"})
+      QTest::newRow(name) << name;
+  }
+  // At validation, before anything runs, with torchtune's arguments; and if built anyway, the same line.
+  void serviceLoggersRefused() {
+    QFETCH(QString, component);
+    const QString line = "needs a network service; use DiskLogger or TensorBoardLogger";
+    tb::config::LoadOptions options;
+    options.registry = &tb::components::builtin();
+    options.recipe = "full_finetune_single_device";
+    options.overrides = {"metric_logger._component_=" + component.toStdString(), "metric_logger.project=tunebench"};
+    const auto loaded = tb::config::load_file(fixture("tiny_random_full.yaml").toStdString(), options);
+    QVERIFY(!loaded.ok());
+    QCOMPARE(loaded.diagnostics.size(), size_t(1));
+    const QString message = QString::fromStdString(loaded.diagnostics[0].format());
+    QVERIFY2(message.contains(line) && !message.contains('\n'), qPrintable(message));
+
+    QTemporaryDir dir;
+    auto cfg = config_with(dir.filePath("run").toStdString(),
+                           "metric_logger:\n  _component_: " + component.toStdString() + "\n");
+    try {
+      make_metric_logger(cfg, tb::components::builtin());
+      QFAIL("built a logger that needs a service");
+    } catch (const std::runtime_error& e) {
+      QVERIFY2(QString(e.what()).contains(line), e.what());
+    }
+  }
+
+  // ---- log_level ---------------------------------------------------------------------------------------------
+
+  void logLevelFiltersTheConsole_data() {
+    QTest::addColumn<QString>("level");
+    QTest::addColumn<QStringList>("lines");
+    const QString step_line = "step 1/10 | epoch 0 | loss 2.5000 | lr 2.0e-05 | 500 tok/s | 2.00 s/step | ETA 18s";
+    const QStringList warning_and_ends = {"warning: disk is slow", "run completed", "run failed: boom"};
+    QTest::newRow("DEBUG") << "DEBUG" << QStringList{step_line, "loaded"} + warning_and_ends;
+    QTest::newRow("INFO") << "INFO" << QStringList{step_line, "loaded"} + warning_and_ends;
+    QTest::newRow("WARNING") << "WARNING" << warning_and_ends;
+    QTest::newRow("warn") << "warn" << warning_and_ends;  // torchtune upper-cases the name
+    QTest::newRow("ERROR") << "ERROR" << QStringList{"run failed: boom"};
+    QTest::newRow("CRITICAL") << "CRITICAL" << QStringList{};
+  }
+  // The fan hands the level to a console logger added before it was set and to one added after (the CLI's).
+  void logLevelFiltersTheConsole() {
+    QFETCH(QString, level);
+    QFETCH(QStringList, lines);
+    std::ostringstream before, after;
+    FanOutLogger fan;
+    fan.add(std::make_shared<StdoutLogger>(before));
+    fan.set_log_level(parse_log_level(level.toStdString()));
+    fan.add(std::make_shared<StdoutLogger>(after));
+    fan.log_step(step(1, 10, 2.0, Phase::Steady));
+    fan.log_event({{"event", "info"}, {"message", "loaded"}});
+    fan.log_event({{"event", "warning"}, {"message", "disk is slow"}});
+    fan.log_event({{"event", "end"}, {"status", "completed"}});
+    fan.log_event({{"event", "end"}, {"status", "failed"}, {"message", "boom"}});
+    QCOMPARE(QString::fromStdString(before.str()).split('\n', Qt::SkipEmptyParts), lines);
+    QCOMPARE(QString::fromStdString(after.str()).split('\n', Qt::SkipEmptyParts), lines);
+  }
+
+  void logLevelUnknownIsRejected() {
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, parse_log_level("VERBOSE"));
+    tb::config::LoadOptions options;
+    options.registry = &tb::components::builtin();
+    options.recipe = "full_finetune_single_device";
+    options.overrides = {"log_level=VERBOSE"};
+    const auto loaded = tb::config::load_file(fixture("tiny_random_full.yaml").toStdString(), options);
+    QVERIFY(!loaded.ok());
+    QVERIFY2(tb::config::format_diagnostics(loaded.diagnostics).find("log_level") != std::string::npos,
+             tb::config::format_diagnostics(loaded.diagnostics).c_str());
+    options.overrides = {"log_level=DEBUG"};
+    QVERIFY(tb::config::load_file(fixture("tiny_random_full.yaml").toStdString(), options).ok());
+  }
+
+  // A real run through the CLI: WARNING hides the step lines and info, keeps the warning and the end;
+  // metrics.jsonl still gets everything. INFO (the default) shows the step lines.
+  void logLevelWarningOnARun() {
+    QVERIFY2(QFileInfo(qEnvironmentVariable("TB_CLI")).isExecutable(), "TB_CLI must name the tunebench-cli binary");
+    QTemporaryDir dir;
+    const auto quiet = run_tiny(dir.filePath("quiet"), {"log_level=WARNING", "optimizer_in_bwd=True"});
+    QVERIFY2(quiet.code == 0, qPrintable(quiet.err + quiet.out));
+    const QStringList lines = quiet.out.split('\n', Qt::SkipEmptyParts);
+    QVERIFY2(lines.size() == 2, qPrintable(quiet.out));
+    QVERIFY2(lines[0].startsWith("warning: optimizer_in_bwd: True is accepted"), qPrintable(quiet.out));
+    QCOMPARE(lines[1], QString("run completed"));
+    int steps = 0, infos = 0;
+    for (const auto& j : read_jsonl(dir.filePath("quiet/logs/metrics.jsonl"))) {
+      steps += j.contains("loss");
+      infos += j.value("event", "") == "info";
+    }
+    QCOMPARE(steps, 3);
+    QVERIFY(infos > 0);
+
+    const auto loud = run_tiny(dir.filePath("loud"), {});
+    QVERIFY2(loud.code == 0, qPrintable(loud.err + loud.out));
+    QVERIFY2(loud.out.contains("step 1/3 | ") && loud.out.contains("step 3/3 | "), qPrintable(loud.out));
+  }
+
+  // ---- the profiler block ------------------------------------------------------------------------------------
+
+  void profilerSchedule_data() {
+    QTest::addColumn<QList<int>>("wait_warmup_active_cycles");
+    QTest::addColumn<QList<int>>("traced");  // of steps 0..15
+    QTest::addColumn<QList<int>>("ends");
+    // torch.profiler.schedule(wait, warmup, active, repeat), checked against PyTorch's own function.
+    QTest::newRow("torchtune's defaults") << QList<int>{5, 5, 2, 1} << QList<int>{10, 11} << QList<int>{11};
+    QTest::newRow("one step") << QList<int>{1, 0, 1, 1} << QList<int>{1} << QList<int>{1};
+    QTest::newRow("two cycles") << QList<int>{0, 1, 2, 2} << QList<int>{1, 2, 4, 5} << QList<int>{2, 5};
+    QTest::newRow("back to back") << QList<int>{0, 0, 2, 2} << QList<int>{0, 1, 2, 3} << QList<int>{1, 3};
+    QTest::newRow("repeating") << QList<int>{2, 1, 1, 0} << QList<int>{3, 7, 11, 15} << QList<int>{3, 7, 11, 15};
+  }
+  void profilerSchedule() {
+    QFETCH(QList<int>, wait_warmup_active_cycles);
+    QFETCH(QList<int>, traced);
+    QFETCH(QList<int>, ends);
+    ProfilerOptions o;
+    o.wait_steps = wait_warmup_active_cycles[0];
+    o.warmup_steps = wait_warmup_active_cycles[1];
+    o.active_steps = wait_warmup_active_cycles[2];
+    o.num_cycles = wait_warmup_active_cycles[3];
+    const ProfilerSchedule schedule(o);
+    QList<int> seen_traced, seen_ends, seen_starts, want_starts;
+    for (int s = 0; s < 16; ++s) {
+      if (schedule.traces(s)) seen_traced << s;
+      if (schedule.ends_trace(s)) seen_ends << s;
+      if (schedule.starts_trace(s)) seen_starts << s;
+      if (traced.contains(s) && (s == 0 || !traced.contains(s - 1) || ends.contains(s - 1))) want_starts << s;
+    }
+    QCOMPARE(seen_traced, traced);
+    QCOMPARE(seen_ends, ends);
+    QCOMPARE(seen_starts, want_starts);
+  }
+
+  void profilerScheduleRefusesNoActiveSteps() {
+    ProfilerOptions o;
+    o.active_steps = 0;
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, ProfilerSchedule{o});
+  }
+
+  // profiler.enabled: the scheduled step's Chrome trace in <output_dir>/profiling_outputs/iteration_<N>, with
+  // the compiled step's fused kernels; a run that ends while tracing writes what it traced.
+  void profilerWritesTheScheduledTrace() {
+    QVERIFY2(QFileInfo(qEnvironmentVariable("TB_CLI")).isExecutable(), "TB_CLI must name the tunebench-cli binary");
+    QTemporaryDir dir;
+    const QStringList profiler = {"profiler._component_=torchtune.training.setup_torch_profiler",
+                                  "profiler.enabled=true", "profiler.wait_steps=1", "profiler.warmup_steps=0",
+                                  "profiler.num_cycles=1"};
+    const auto r = run_tiny(dir.filePath("run"), profiler + QStringList{"profiler.active_steps=1", "compile=true"});
+    QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+    QCOMPARE(QDir(dir.filePath("run/profiling_outputs")).entryList(QDir::Dirs | QDir::NoDotAndDotDot),
+             QStringList{"iteration_2"});  // step 2 traced: written once 2 steps are done
+    auto trace_names = [](const QString& path) {
+      const auto doc = nlohmann::json::parse(tbtest::read_file(path.toStdString()));  // throws if not JSON
+      const auto& events = doc.is_array() ? doc : doc.at("traceEvents");
+      std::set<std::string> names;
+      for (const auto& e : events) names.insert(e.value("name", ""));
+      return names;
+    };
+    const auto names = trace_names(dir.filePath("run/profiling_outputs/iteration_2/trace.json"));
+    for (const char* kernel : {"tb::fused_linear_cross_entropy", "tb::fused_causal_attention", "tb::FusedAdamW::step"})
+      QVERIFY2(names.count(kernel), kernel);
+
+    // 5 active steps from step 2 of a 3-step run: steps 2 and 3 traced when the run ends.
+    const auto cut = run_tiny(dir.filePath("cut"), profiler + QStringList{"profiler.active_steps=5"});
+    QVERIFY2(cut.code == 0, qPrintable(cut.err + cut.out));
+    QVERIFY2(cut.out.contains("profiler: steps 2-3 of this run traced in "), qPrintable(cut.out));
+    const auto eager = trace_names(dir.filePath("cut/profiling_outputs/iteration_3/trace.json"));
+    QVERIFY2(eager.count("aten::mm") || eager.count("aten::matmul"), "no matrix product in the eager trace");
   }
 };
 
