@@ -84,7 +84,7 @@ class TestDatasetFormats : public QObject {
       build("_component_: alpaca_cleaned_dataset");
       QFAIL("a Hub source was accepted");
     } catch (const std::exception& e) {
-      QVERIFY2(std::string(e.what()).find("'yahma/alpaca-cleaned' is not available") != std::string::npos, e.what());
+      QVERIFY2(std::string(e.what()).find("'yahma/alpaca-cleaned' is a Hugging Face Hub dataset") != std::string::npos, e.what());
     }
   }
 

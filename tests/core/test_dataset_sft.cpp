@@ -210,7 +210,7 @@ class TestDatasetSft : public QObject {
                                << fixture("chat_two_users.jsonl") + ":1: two user messages in a row";
     QTest::newRow("no file") << alpaca + "no/such/file.json" << std::string("no/such/file.json: cannot open data file");
     QTest::newRow("hub source") << std::string("_component_: alpaca_dataset")
-                                << std::string("source 'tatsu-lab/alpaca' is not available");
+                                << std::string("source 'tatsu-lab/alpaca' is a Hugging Face Hub dataset");
   }
   void badRowsNameFileAndLine() {
     QFETCH(std::string, yaml);
