@@ -24,6 +24,8 @@ CompiledStep::CompiledStep(models::TransformerDecoder model, const OptimizerFact
       events_(events) {
   if (fused_adamw_)
     log_info(events_, "compile: AdamW steps fused (one pass over each parameter; torch's AdamW state and checkpoint)");
+  else  // e.g. the 8-bit AdamW: its own step() on the gradients scaled as the eager step scales them
+    log_info(events_, "compile: the optimizer steps with its own step() (only torch's AdamW has a fused step)");
   log_info(events_, "compile: the step runs fused kernels (" + compile::instruction_set() +
                         "); the first step warms up: it picks the plan and checks the fused step against eager");
 }

@@ -6,6 +6,7 @@
 #include <torch/optim/optimizer.h>
 
 #include "peft/qlora.h"
+#include "training/adamw8bit.h"
 #include "training/optim.h"
 
 namespace tb::training {
@@ -13,7 +14,9 @@ namespace tb::training {
 nlohmann::json memory_budget_event(const torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
                                    const std::vector<at::Tensor>& trainable) {
   const auto bytes = peft::parameter_bytes(model);
-  const int64_t optimizer_bytes = optimizer_state_bytes(optimizer, trainable);
+  // 8-bit AdamW: one byte per moment and element, an fp32 absmax per block, 32-bit small tensors.
+  const auto* eight_bit = dynamic_cast<const AdamW8bit*>(&optimizer);
+  const int64_t optimizer_bytes = eight_bit ? eight_bit->state_bytes() : optimizer_state_bytes(optimizer, trainable);
   const double mib = 1024.0 * 1024.0;
   std::ostringstream line;
   line.precision(3);
