@@ -51,10 +51,55 @@ QString familyLabel(tb::models::Family f) {
 }
 
 double bytesPerElement(const QString& dtype) { return dtype == "bf16" ? 2.0 : 4.0; }
+
+// The element counts of the tensors that train: the embedding, each layer's linears, the output
+// projection, and the rest (norms, biases) as tensors of embed_dim; LoRA: each adapter's A and B.
+std::vector<int64_t> trainableTensors(const tb::models::ModelArgs& a, RecipeKind kind, const LoraTargets& lora) {
+  std::vector<int64_t> sizes;
+  if (kind == RecipeKind::Full) {
+    int64_t counted = 0;
+    auto add = [&](int64_t n) {
+      sizes.push_back(n);
+      counted += n;
+    };
+    add(a.vocab_size * a.embed_dim);
+    for (int64_t layer = 0; layer < a.num_layers; ++layer)
+      for (const Linear& l : layerLinears(a)) add(l.in * l.out);
+    if (!a.tie_word_embeddings) add(a.vocab_size * a.embed_dim);
+    for (int64_t rest = a.parameter_count() - counted; rest > 0; rest -= a.embed_dim)
+      sizes.push_back(std::min(rest, a.embed_dim));
+    return sizes;
+  }
+  for (int64_t layer = 0; layer < a.num_layers; ++layer)
+    for (const Linear& l : layerLinears(a))
+      if (targeted(l, lora)) sizes.insert(sizes.end(), {lora.rank * l.in, l.out * lora.rank});
+  if (lora.output) sizes.insert(sizes.end(), {lora.rank * a.embed_dim, a.vocab_size * lora.rank});
+  return sizes;
+}
+
+// 8-bit AdamW (training/adamw8bit.h): 2 bytes per element and two fp32 absmax per block of 256, or
+// two fp32 states below min_8bit_size.
+double eightBitStateBytes(const std::vector<int64_t>& tensors, int64_t min8bitSize) {
+  double bytes = 0;
+  for (const int64_t n : tensors) bytes += n < min8bitSize ? 8.0 * double(n) : 2.0 * double(n) + 8.0 * double((n + 255) / 256);
+  return bytes;
+}
 }  // namespace
 
+OptimizerStates optimizerStatesOf(const ConfigDocument& doc) {
+  const QString component = doc.scalar("optimizer._component_");
+  OptimizerStates states;
+  states.eightBit = component.endsWith("AdamW8bit") ||
+                    (component.endsWith("PagedAdamW") && doc.scalar("optimizer.optim_bits") == "8");
+  bool ok = false;
+  const int64_t min = doc.scalar("optimizer.min_8bit_size").toLongLong(&ok);
+  if (ok && !component.startsWith("torchao")) states.min8bitSize = min;
+  return states;
+}
+
 MemoryEstimate estimateMemory(const tb::models::ModelArgs& a, RecipeKind kind, const QString& dtype,
-                              const LoraTargets& lora, int64_t batchSize, int64_t seqLen) {
+                              const LoraTargets& lora, int64_t batchSize, int64_t seqLen,
+                              const OptimizerStates& optimizer) {
   MemoryEstimate e;
   const double b = bytesPerElement(dtype);
   e.totalParams = a.parameter_count();
@@ -85,6 +130,8 @@ MemoryEstimate estimateMemory(const tb::models::ModelArgs& a, RecipeKind kind, c
   }
   e.gradientBytes = double(e.trainableParams) * b;
   e.optimizerBytes = 2.0 * double(e.trainableParams) * b;
+  e.eightBitOptimizer = optimizer.eightBit;
+  if (optimizer.eightBit) e.optimizerBytes = eightBitStateBytes(trainableTensors(a, kind, lora), optimizer.min8bitSize);
 
   // What backward keeps per layer, per token: norm inputs, q/k/v, attention output, the MLP's three
   // hidden-size tensors and the residuals; plus the attention probabilities (T x T per head) of the eager
@@ -139,8 +186,9 @@ QString MemoryEstimate::describe() const {
   lines << QString("Parameters: %1 (%2 trainable)").arg(formatCount(totalParams), formatCount(trainableParams));
   if (adapterParams) lines << QString("LoRA adapters: %1").arg(formatCount(adapterParams));
   if (quantizedParams) lines << QString("NF4 base: %1 params at %2 bytes each").arg(formatCount(quantizedParams)).arg(kNf4BytesPerParam, 0, 'f', 3);
-  lines << QString("Weights %1 · gradients %2 · AdamW %3")
-               .arg(formatBytes(weightBytes), formatBytes(gradientBytes), formatBytes(optimizerBytes));
+  lines << QString("Weights %1 · gradients %2 · %3 %4")
+               .arg(formatBytes(weightBytes), formatBytes(gradientBytes), eightBitOptimizer ? "8-bit AdamW" : "AdamW",
+                    formatBytes(optimizerBytes));
   lines << QString("Activations ≈ %1 (batch %2 × %3 tokens)").arg(formatBytes(activationBytes)).arg(batchSize).arg(seqLen);
   lines << QString("Estimated total ≈ %1").arg(formatBytes(totalBytes()));
   return lines.join('\n');

@@ -1,7 +1,7 @@
 // What the run-setup panel shows about a model: its architecture (from a preset, the generic builders'
 // arguments, or a Hugging Face config.json), its parameter count, and an estimate of the memory a
 // recipe needs: weights, gradients and AdamW states (LoRA: gradients and states of the adapters only;
-// QLoRA: NF4 base weights at ~0.516 bytes/param), plus a rough activation term.
+// QLoRA: NF4 base weights at ~0.516 bytes/param; 8-bit AdamW: ~2 bytes/param), plus a rough activation term.
 #pragma once
 
 #include <QString>
@@ -29,7 +29,8 @@ struct MemoryEstimate {
   int64_t quantizedParams = 0;  // base parameters stored as NF4 (QLoRA)
   double weightBytes = 0;       // base weights (NF4 included) plus adapters
   double gradientBytes = 0;
-  double optimizerBytes = 0;    // AdamW: two states per trainable parameter
+  double optimizerBytes = 0;    // AdamW: two states per trainable parameter (8-bit: one byte each)
+  bool eightBitOptimizer = false;
   double activationBytes = 0;   // rough: what backward keeps, plus fp32 logits
   int64_t batchSize = 1;
   int64_t seqLen = 0;
@@ -42,8 +43,18 @@ struct MemoryEstimate {
 // factor per 256 scales (double quantisation, as QLoRA and torchao).
 constexpr double kNf4BytesPerParam = 0.5 + 1.0 / 64 + 4.0 / (64 * 256);
 
+// The optimizer's states as the config's optimizer component says: bitsandbytes' or torchao's 8-bit
+// AdamW keeps one byte per moment and element plus an fp32 absmax per block of 256, and fp32 states
+// for tensors below min_8bit_size (training/adamw8bit.h); anything else counts as AdamW.
+struct OptimizerStates {
+  bool eightBit = false;
+  int64_t min8bitSize = 4096;
+};
+OptimizerStates optimizerStatesOf(const ConfigDocument& doc);
+
 MemoryEstimate estimateMemory(const tb::models::ModelArgs& args, RecipeKind kind, const QString& dtype,
-                              const LoraTargets& lora, int64_t batchSize, int64_t seqLen);
+                              const LoraTargets& lora, int64_t batchSize, int64_t seqLen,
+                              const OptimizerStates& optimizer = {});
 
 // The architecture of <folder>/config.json (or of the file itself), read as the engine reads it
 // (checkpoint/hf_config.h); nullopt with the engine's message, naming the file, when it cannot be.

@@ -414,7 +414,7 @@ void RunSetupPanel::updateModelInfo() {
   int64_t batch = doc_->scalar("batch_size").toLongLong(&ok);
   if (!ok) batch = 1;
   const MemoryEstimate e = estimateMemory(*args, doc_->recipeKind(), doc_->scalar("dtype", "fp32"),
-                                          loraTargetsOf(*doc_), batch, seqLenOf(*doc_, *args));
+                                          loraTargetsOf(*doc_), batch, seqLenOf(*doc_, *args), optimizerStatesOf(*doc_));
   memory_->setText(e.describe());
 }
 

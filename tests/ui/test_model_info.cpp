@@ -114,6 +114,31 @@ class TestModelInfo : public QObject {
     QCOMPARE(bf16.weightBytes + bf16.gradientBytes + bf16.optimizerBytes, 8.0 * kTinyParams);
   }
 
+  // 8-bit AdamW (training/adamw8bit.h): a byte per moment and element and two fp32 absmax per block of
+  // 256 for tensors of at least min_8bit_size elements, fp32 moments below, whatever the weights' dtype.
+  void estimatesEightBitAdamW() {
+    // >= 4096: embedding and output 32768 each, per layer q and o 4096, w1 w2 w3 8192 -> 131072 elements
+    // in 512 blocks; below: k and v 2048 per layer and five norms of 64 -> 8512 elements.
+    const double expected = 2.0 * 131072 + 8.0 * 512 + 8.0 * 8512;
+    for (const QString dtype : {"fp32", "bf16"}) {
+      const auto e = tb::ui::estimateMemory(tiny(), RecipeKind::Full, dtype, {}, 1, 16, {true, 4096});
+      QCOMPARE(e.optimizerBytes, expected);
+      QVERIFY2(e.describe().contains("8-bit AdamW"), qPrintable(e.describe()));
+    }
+    QCOMPARE(tb::ui::estimateMemory(tiny(), RecipeKind::Full, "fp32", {}, 1, 16, {true, 0}).optimizerBytes,
+             2.0 * kTinyParams + 8.0 * (2 * 128 + 2 * (16 + 8 + 8 + 16 + 3 * 32 + 1 + 1) + 1));
+    tb::ui::ConfigDocument doc;
+    doc.loadText("optimizer:\n  _component_: bitsandbytes.optim.PagedAdamW8bit\n  lr: 2e-5\n", {}, {});
+    QVERIFY(tb::ui::optimizerStatesOf(doc).eightBit);
+    QCOMPARE(tb::ui::optimizerStatesOf(doc).min8bitSize, int64_t(4096));
+    doc.setScalar("optimizer._component_", "bitsandbytes.optim.PagedAdamW");
+    QVERIFY(!tb::ui::optimizerStatesOf(doc).eightBit);  // 32-bit unless optim_bits: 8
+    doc.setScalar("optimizer.optim_bits", "8");
+    doc.setScalar("optimizer.min_8bit_size", "16");
+    QVERIFY(tb::ui::optimizerStatesOf(doc).eightBit);
+    QCOMPARE(tb::ui::optimizerStatesOf(doc).min8bitSize, int64_t(16));
+  }
+
   void estimatesLoraAndQlora() {
     tb::ui::LoraTargets t;
     t.attnModules = {"q_proj", "v_proj"};
