@@ -174,8 +174,8 @@ void CheckpointWriter::remove_old_checkpoints() {
     if (c.complete) complete.push_back(std::move(c));
   // Oldest step first; the one just written is never removed.
   for (size_t i = 0; i + static_cast<size_t>(keep_last_) < complete.size(); ++i) {
-    if (std::filesystem::equivalent(complete[i].path, last_)) continue;
     std::error_code ec;
+    if (std::filesystem::equivalent(complete[i].path, last_, ec)) continue;
     std::filesystem::remove_all(complete[i].path, ec);
     if (ec)
       logger_.log_event({{"event", "warning"}, {"message", "cannot remove old checkpoint " + complete[i].path + ": " + ec.message()}});
