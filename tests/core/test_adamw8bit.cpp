@@ -574,9 +574,13 @@ class TestAdamW8bit : public QObject {
     QCOMPARE(run("compiled", with_compile, compiled).status, tb::training::RunStatus::Completed);
     QVERIFY(!compiled.info_containing("the optimizer steps with its own step()").empty());
     QVERIFY(compiled.info_containing("AdamW steps fused").empty());
+    // The fused kernels round differently from eager; a gradient that differs in its last bits can move a
+    // moment to the next 8-bit code, which the following steps carry. So the bound is the one the 8-bit
+    // run keeps against 32-bit AdamW (lossesTrack32BitAdamW), not fp32 agreement: seen 6e-7 to 1.6e-4
+    // depending on the GEMM backend the warm-up picks.
     const double worst = worst_relative(compiled.losses(), eager.losses());
     qInfo("largest relative loss difference, compiled to eager (8-bit): %.3g", worst);
-    QVERIFY2(worst <= 1e-4, std::to_string(worst).c_str());
+    QVERIFY2(worst <= 2e-3, std::to_string(worst).c_str());
   }
 };
 
