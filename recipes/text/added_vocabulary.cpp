@@ -87,6 +87,19 @@ size_t AddedVocabulary::Trie::longest_at(std::string_view text, size_t at, uint3
   return best;
 }
 
+void AddedVocabulary::store(const AddedToken& token, uint32_t id, const Normalizer* normalizer) {
+  if (token.normalized && normalizer) {
+    NormalizedString n(token.content);
+    normalizer->normalize(n);
+    if (n.get() != token.content) normalized_content_[id] = n.get();
+  }
+  by_content_[token.content] = id;
+  if (token.special) special_contents_.insert(token.content);
+  AddedToken stored = token;
+  stored.id = id;
+  by_id_[id] = stored;
+}
+
 void AddedVocabulary::add_tokens(const std::vector<AddedToken>& tokens, const BpeModel& model,
                                  const Normalizer* normalizer) {
   const auto model_size = static_cast<uint32_t>(model.vocab_size());
@@ -108,16 +121,7 @@ void AddedVocabulary::add_tokens(const std::vector<AddedToken>& tokens, const Bp
     } else {
       id = next_id++;
     }
-    if (token.normalized && normalizer) {
-      NormalizedString n(token.content);
-      normalizer->normalize(n);
-      if (n.get() != token.content) normalized_content_[id] = n.get();
-    }
-    by_content_[token.content] = id;
-    if (token.special) special_contents_.insert(token.content);
-    AddedToken stored = token;
-    stored.id = id;
-    by_id_[id] = stored;
+    store(token, id, normalizer);
   }
   refresh(normalizer);
 }
@@ -129,15 +133,7 @@ void AddedVocabulary::set_tokens(const std::vector<AddedToken>& tokens, const No
   normalized_content_.clear();
   for (const AddedToken& token : tokens) {
     if (token.content.empty() || token.id < 0) continue;
-    const auto id = static_cast<uint32_t>(token.id);
-    if (token.normalized && normalizer) {
-      NormalizedString n(token.content);
-      normalizer->normalize(n);
-      if (n.get() != token.content) normalized_content_[id] = n.get();
-    }
-    by_content_[token.content] = id;
-    if (token.special) special_contents_.insert(token.content);
-    by_id_[id] = token;
+    store(token, static_cast<uint32_t>(token.id), normalizer);
   }
   refresh(normalizer);
 }

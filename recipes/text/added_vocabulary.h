@@ -78,6 +78,8 @@ class AddedVocabulary {
     std::array<bool, 256> first_bytes_{};
   };
 
+  // Records `token` under `id` (its normalized form too, when it is matched after normalization).
+  void store(const AddedToken& token, uint32_t id, const Normalizer* normalizer);
   void refresh(const Normalizer* normalizer);
   void find_matches(std::string_view text, const Trie& trie, std::vector<Piece>& out) const;
   void split_with_trie(NormalizedString&& n, const Trie& trie, bool unnormalized, std::vector<Split>& out) const;

@@ -11,14 +11,6 @@ namespace {
 
 Value one_arg(const Args& args, const char* test) { return *bind_args(args, {"other"}, test, 1)[0]; }
 
-bool cased_all(const std::string& s, bool upper) {
-  bool any = false;
-  for (char32_t c : utf8_decode(s)) {
-    if (upper ? py_islower_char(c) : py_isupper_char(c)) return false;
-    if (py_iscased(c)) any = true;
-  }
-  return any;
-}
 
 bool is_iterable(const Value& v) {
   switch (v.kind()) {
@@ -83,8 +75,8 @@ std::unordered_map<std::string, TestFn> make_tests() {
     const auto b = bind_args(a, {"num"}, "divisibleby", 1);
     return equals(binary("%", v, *b[0]), Value(0));
   };
-  t["lower"] = [=](const Value& v, const Args& a) { return none_args("lower")(a), cased_all(to_str(v), false); };
-  t["upper"] = [=](const Value& v, const Args& a) { return none_args("upper")(a), cased_all(to_str(v), true); };
+  t["lower"] = [=](const Value& v, const Args& a) { return none_args("lower")(a), py_is_all_cased(to_str(v), false); };
+  t["upper"] = [=](const Value& v, const Args& a) { return none_args("upper")(a), py_is_all_cased(to_str(v), true); };
   t["escaped"] = [=](const Value&, const Args& a) { return none_args("escaped")(a), false; };
   t["in"] = [](const Value& v, const Args& a) {
     const auto b = bind_args(a, {"seq"}, "in", 1);

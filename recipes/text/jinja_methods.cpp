@@ -63,15 +63,6 @@ bool all_chars(const std::string& s, bool (*pred)(char32_t)) {
   return !text.empty() && std::all_of(text.begin(), text.end(), pred);
 }
 
-// str.isupper()/islower(): at least one cased character, and every cased one upper (lower).
-bool cased_all(const std::string& s, bool upper) {
-  bool any = false;
-  for (char32_t c : utf8_decode(s)) {
-    if (upper ? py_islower_char(c) : py_isupper_char(c)) return false;
-    if (py_iscased(c)) any = true;
-  }
-  return any;
-}
 
 // str.istitle(): cased runs start with an upper (or title) case character and go on in lower case.
 bool is_title(const std::string& s) {
@@ -190,8 +181,8 @@ Value call_str_method(const std::string& s, const std::string& name, const Args&
   if (name == "isalpha") return bind({}), Value(all_chars(s, py_isalpha));
   if (name == "isalnum") return bind({}), Value(all_chars(s, py_isalnum));
   if (name == "isspace") return bind({}), Value(all_chars(s, py_isspace));
-  if (name == "isupper") return bind({}), Value(cased_all(s, true));
-  if (name == "islower") return bind({}), Value(cased_all(s, false));
+  if (name == "isupper") return bind({}), Value(py_is_all_cased(s, true));
+  if (name == "islower") return bind({}), Value(py_is_all_cased(s, false));
   if (name == "istitle") return bind({}), Value(is_title(s));
   if (name == "center" || name == "ljust" || name == "rjust") {
     const auto a = bind({"width", "fillchar"}, 1);

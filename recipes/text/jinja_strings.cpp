@@ -172,6 +172,14 @@ bool py_isalnum(char32_t c) { return py_isalpha(c) || py_isnumeric(c); }
 bool py_islower_char(char32_t c) { return utf8proc_islower(static_cast<utf8proc_int32_t>(c)) != 0; }
 bool py_isupper_char(char32_t c) { return utf8proc_isupper(static_cast<utf8proc_int32_t>(c)) != 0; }
 bool py_iscased(char32_t c) { return py_islower_char(c) || py_isupper_char(c) || category(c) == UTF8PROC_CATEGORY_LT; }
+bool py_is_all_cased(const std::string& s, bool upper) {
+  bool any = false;
+  for (char32_t c : utf8_decode(s)) {
+    if (upper ? py_islower_char(c) : py_isupper_char(c)) return false;
+    if (py_iscased(c)) any = true;
+  }
+  return any;
+}
 bool py_isprintable(char32_t c) {
   if (c == ' ') return true;
   switch (category(c)) {

@@ -24,6 +24,8 @@ bool py_islower_char(char32_t c);
 bool py_isupper_char(char32_t c);
 bool py_iscased(char32_t c);
 bool py_isprintable(char32_t c);
+// str.isupper() (upper) / str.islower(): at least one cased character, and every cased one upper (lower).
+bool py_is_all_cased(const std::string& s, bool upper);
 
 std::string py_upper(const std::string& s);
 std::string py_lower(const std::string& s);
