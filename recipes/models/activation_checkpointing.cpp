@@ -54,6 +54,10 @@ at::Tensor checkpointed_forward_hidden(TransformerDecoderImpl& model, const at::
   const auto pos =
       model.make_positions(tokens.size(0), tokens.size(1), input_pos, {}, model.tok_embeddings->weight.device());
   auto h = model.tok_embeddings->forward(tokens);
+  // A custom function's output needs grad only when an input does: with a frozen embedding (LoRA,
+  // QLoRA) the layers' own trainable weights would get no gradient, so the first input is made a leaf
+  // that asks for one (its gradient, one activation's size, is dropped).
+  if (torch::GradMode::is_enabled() && !h.requires_grad()) h = h.detach().requires_grad_(true);
   for (int64_t i = 0; i < model.num_layers(); ++i) {
     auto layer = c10::make_intrusive<LayerClosure>();
     layer->model = &model;
