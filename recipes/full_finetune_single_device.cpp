@@ -6,6 +6,7 @@
 
 #include "checkpoint/hf_checkpointer.h"
 #include "components/builtin.h"
+#include "models/build_dtype.h"
 #include "recipe.h"
 #include "training/recipe_runner.h"
 #include "training/recipe_state.h"
@@ -35,7 +36,10 @@ class FullFinetuneRecipeSingleDevice {
     training::begin_run(settings_, cfg_, resume_dir_, logger_);
 
     // Model and weights. Resuming reads the weights of the checkpoint being resumed.
-    model_ = registry.build<models::TransformerDecoder>(cfg_.at("model"));
+    {
+      models::BuildDtype build_dtype(settings_.runtime.dtype);  // never the whole model in fp32 first
+      model_ = registry.build<models::TransformerDecoder>(cfg_.at("model"));
+    }
     auto source = checkpointer_->options();
     if (!resume_dir_.empty()) {
       source.checkpoint_dir = resume_dir_;

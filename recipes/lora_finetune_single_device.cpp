@@ -11,6 +11,7 @@
 #include "checkpoint/hf_checkpointer.h"
 #include "components/builtin.h"
 #include "config/schema.h"
+#include "models/build_dtype.h"
 #include "peft/adapter.h"
 #include "peft/lora_linear.h"
 #include "peft/qlora.h"
@@ -43,8 +44,11 @@ class LoRAFinetuneRecipeSingleDevice {
       resume_dir_ = training::find_resume_folder(checkpointer_->options().checkpoint_dir, settings_.output_dir);
     training::begin_run(settings_, cfg_, resume_dir_, logger_);
 
-    // Model: LoRA layers at the targeted projections.
-    model_ = registry.build<models::TransformerDecoder>(cfg_.at("model"));
+    // Model: LoRA layers at the targeted projections, built in the training dtype.
+    {
+      models::BuildDtype build_dtype(settings_.runtime.dtype);
+      model_ = registry.build<models::TransformerDecoder>(cfg_.at("model"));
+    }
     const auto loras = peft::lora_modules(*model_);
     if (loras.empty())
       throw std::runtime_error("model: " + cfg_.get_string("model._component_", "?") +
@@ -101,8 +105,9 @@ class LoRAFinetuneRecipeSingleDevice {
       adapter_config.base_model_name_or_path = base_dir.value_or("");
       peft::save_peft_adapter(folder, adapter, model_->args(), adapter_config);
       if (!save_adapter_only_) {
+        // Each merged weight is made as its shard is written (torchtune's low_cpu_ram, always).
         const auto merged =
-            peft::merge_lora(peft::base_weights(*model_, settings_.runtime.dtype), adapter, lora_alpha_, lora_rank_);
+            peft::merge_lora(peft::lazy_base_weights(*model_, settings_.runtime.dtype), adapter, lora_alpha_, lora_rank_);
         base_checkpointer_.save_state(folder, merged, model_->args());
       }
       training::save_recipe_state(folder, state, run_->step().optimizer());

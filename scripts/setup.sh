@@ -24,7 +24,7 @@ packages=(
 )
 # The tests compare against independent references: PyTorch's Python front end, SentencePiece's,
 # Jinja2 (the renderer transformers uses for chat templates) and CRC-32C (TensorBoard's record checksums).
-test_packages=(python3 python3-torch python3-numpy python3-sentencepiece python3-jinja2 python3-crc32c xvfb xauth)
+test_packages=(python3 python3-torch python3-numpy python3-sentencepiece python3-jinja2 python3-crc32c xvfb xauth time)
 
 step() { printf '==> %s\n' "$*"; }
 

@@ -118,10 +118,35 @@ StateDict load_model_state(const std::string& dir, const std::vector<std::string
   }
 }
 
+namespace {
+
+// tune_to_hf for a lazy state: names now, the rotary permutation when each tensor is made.
+LazyStateDict lazy_tune_to_hf(const LazyStateDict& ours, const models::ModelArgs& args) {
+  LazyStateDict out;
+  for (const auto& [name, t] : ours) {
+    const auto hf = tune_to_hf_name(name, args.sandwich_norms);
+    if (!hf)
+      throw std::runtime_error("'" + name + "' is not a base weight of a " + models::family_name(args.family) +
+                               " model");
+    if (*hf == "lm_head.weight" && args.tie_word_embeddings) continue;
+    out[*hf] = {t.shape, t.dtype, [t, name = name, args] {
+                  return to_rotary_layout(strip_compiled_prefix(name), name, t.make(), args, /*to_interleaved=*/false);
+                }};
+  }
+  return out;
+}
+
+}  // namespace
+
 void save_model_state(const std::string& folder, const StateDict& state, const nlohmann::json& hf_config,
                       uint64_t max_shard_bytes) {
+  save_model_state(folder, lazy(state), hf_config, max_shard_bytes);
+}
+
+void save_model_state(const std::string& folder, const LazyStateDict& state, const nlohmann::json& hf_config,
+                      uint64_t max_shard_bytes) {
   const auto args = model_args_from_hf_config(hf_config, folder + "/config.json");
-  const StateDict hf = tune_to_hf(state, args);
+  const LazyStateDict hf = lazy_tune_to_hf(state, args);
   std::vector<std::string> keys;
   for (const auto& kv : hf) keys.push_back(kv.first);
   std::sort(keys.begin(), keys.end(), natural_key_less);
@@ -130,7 +155,8 @@ void save_model_state(const std::string& folder, const StateDict& state, const n
   uint64_t shard_bytes = 0, total = 0;
   for (const auto& k : keys) {
     const auto& t = hf.at(k);
-    const uint64_t bytes = static_cast<uint64_t>(t.numel()) * t.element_size();
+    uint64_t bytes = torch::elementSize(t.dtype);
+    for (const int64_t d : t.shape) bytes *= static_cast<uint64_t>(d);
     if (!shards.back().empty() && shard_bytes + bytes > max_shard_bytes) {
       shards.emplace_back();
       shard_bytes = 0;
@@ -147,7 +173,7 @@ void save_model_state(const std::string& folder, const StateDict& state, const n
   std::set<std::string> written;
   for (size_t s = 0; s < shards.size(); ++s) {
     const std::string name = shard_name(s + 1, shards.size());
-    StateDict part;
+    LazyStateDict part;
     for (const auto& k : shards[s]) {
       part.emplace(k, hf.at(k));
       weight_map[k] = name;
@@ -277,11 +303,16 @@ std::string FullModelHFCheckpointer::save(const std::string& folder, const torch
 
 std::string FullModelHFCheckpointer::save_state(const std::string& folder, const StateDict& state,
                                                 const models::ModelArgs& args) const {
+  return save_state(folder, lazy(state), args);
+}
+
+std::string FullModelHFCheckpointer::save_state(const std::string& folder, const LazyStateDict& state,
+                                                const models::ModelArgs& args) const {
   const fs::path target = fs::path(folder).is_absolute() || options_.output_dir.empty()
                               ? fs::path(folder)
                               : fs::path(options_.output_dir) / folder;
   if (state.empty()) throw std::runtime_error("the model has no base weights to save");
-  const auto dtype = state.begin()->second.scalar_type();
+  const auto dtype = state.begin()->second.dtype;
   nlohmann::json config;
   if (options_.checkpoint_dir && fs::exists(fs::path(*options_.checkpoint_dir) / "config.json")) {
     config = read_hf_config(*options_.checkpoint_dir);

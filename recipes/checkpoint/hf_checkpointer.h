@@ -15,6 +15,7 @@
 #include <torch/nn/module.h>
 
 #include "checkpoint/hf_convert.h"
+#include "checkpoint/lazy_state.h"
 #include "models/model_args.h"
 #include "models/transformer.h"
 
@@ -41,6 +42,9 @@ StateDict load_model_state(const std::string& dir, const std::vector<std::string
 // model.safetensors.index.json. Tied models (hf_config tie_word_embeddings) get no lm_head. Every
 // file is written atomically; stale model-*-of-*.safetensors shards of an earlier save are removed.
 void save_model_state(const std::string& folder, const StateDict& state, const nlohmann::json& hf_config,
+                      uint64_t max_shard_bytes = kDefaultMaxShardBytes);
+// The same for tensors made one at a time as the shards are written (checkpoint/lazy_state.h).
+void save_model_state(const std::string& folder, const LazyStateDict& state, const nlohmann::json& hf_config,
                       uint64_t max_shard_bytes = kDefaultMaxShardBytes);
 
 // The base parameters of a model under our names (`_orig_mod.` prefixes stripped), detached, sharing storage.
@@ -95,6 +99,7 @@ class FullModelHFCheckpointer {
   std::string save(const std::string& folder, const torch::nn::Module& model, const models::ModelArgs& args) const;
   // The same for weights given under our names (e.g. a LoRA model's merged weights).
   std::string save_state(const std::string& folder, const StateDict& state, const models::ModelArgs& args) const;
+  std::string save_state(const std::string& folder, const LazyStateDict& state, const models::ModelArgs& args) const;
 
  private:
   HFCheckpointerOptions options_;

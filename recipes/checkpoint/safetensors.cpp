@@ -248,26 +248,30 @@ class AtomicFile {
 
 }  // namespace
 
-void save_safetensors(const std::string& path, const std::map<std::string, torch::Tensor>& tensors,
+void save_safetensors(const std::string& path, const LazyStateDict& tensors,
                       const std::map<std::string, std::string>& metadata) {
   struct Item {
     const std::string* name;
-    torch::Tensor data;  // contiguous CPU
+    const LazyTensor* tensor;
     std::string dtype;
     size_t itemsize;
+    uint64_t bytes;
   };
   std::vector<Item> items;
   items.reserve(tensors.size());
   for (const auto& [name, t] : tensors) {
     if (name == "__metadata__") fail(path, "a tensor may not be named __metadata__");
-    if (!t.defined()) fail_tensor(path, name, "undefined tensor");
+    if (!t.make) fail_tensor(path, name, "undefined tensor");
     std::string dtype;
     try {
-      dtype = safetensors_dtype_name(t.scalar_type());
+      dtype = safetensors_dtype_name(t.dtype);
     } catch (const SafetensorsError& e) {
       fail_tensor(path, name, e.what());
     }
-    items.push_back({&name, t.detach().to(torch::kCPU).contiguous(), dtype, safetensors_itemsize(dtype)});
+    const size_t itemsize = safetensors_itemsize(dtype);
+    uint64_t numel = 1;
+    for (const int64_t d : t.shape) numel *= static_cast<uint64_t>(d);
+    items.push_back({&name, &t, dtype, itemsize, numel * itemsize});
   }
   // Largest element size first keeps every tensor aligned to its element size; then by name.
   std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.itemsize > b.itemsize; });
@@ -276,9 +280,8 @@ void save_safetensors(const std::string& path, const std::map<std::string, torch
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
   for (const auto& it : items) {
-    const uint64_t bytes = static_cast<uint64_t>(it.data.numel()) * it.itemsize;
-    header[*it.name] = {{"dtype", it.dtype}, {"shape", it.data.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
-    offset += bytes;
+    header[*it.name] = {{"dtype", it.dtype}, {"shape", it.tensor->shape}, {"data_offsets", {offset, offset + it.bytes}}};
+    offset += it.bytes;
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
@@ -287,9 +290,23 @@ void save_safetensors(const std::string& path, const std::map<std::string, torch
   AtomicFile out(path);
   out.write(&len, 8);
   out.write(text.data(), text.size());
-  for (const auto& it : items)
-    if (it.data.numel() > 0) out.write(it.data.data_ptr(), static_cast<size_t>(it.data.numel()) * it.itemsize);
+  for (const auto& it : items) {
+    // Made here and dropped after writing: one tensor of a lazy state is alive at a time.
+    const torch::Tensor made = it.tensor->make();
+    if (!made.defined()) fail_tensor(path, *it.name, "undefined tensor");
+    if (made.sizes().vec() != it.tensor->shape || made.scalar_type() != it.tensor->dtype)
+      fail_tensor(path, *it.name, "made with another shape or dtype than announced");
+    const torch::Tensor data = made.detach().to(torch::kCPU).contiguous();
+    if (it.bytes > 0) out.write(data.data_ptr(), static_cast<size_t>(it.bytes));
+  }
   out.commit();
+}
+
+void save_safetensors(const std::string& path, const std::map<std::string, torch::Tensor>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  for (const auto& [name, t] : tensors)
+    if (!t.defined()) fail_tensor(path, name, "undefined tensor");
+  save_safetensors(path, lazy(tensors), metadata);
 }
 
 }  // namespace tb::checkpoint

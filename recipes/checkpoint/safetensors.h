@@ -18,6 +18,8 @@
 
 #include <torch/types.h>
 
+#include "checkpoint/lazy_state.h"
+
 namespace tb::checkpoint {
 
 // Every problem with a file: the message names the file and, where one is at fault, the tensor.
@@ -79,6 +81,10 @@ std::map<std::string, torch::Tensor> load_safetensors(const std::string& path);
 // (largest first) then name, header JSON padded with spaces to a multiple of 8 bytes. Atomic: a temp
 // file in the same folder renamed over `path`. Throws SafetensorsError naming the file or tensor.
 void save_safetensors(const std::string& path, const std::map<std::string, torch::Tensor>& tensors,
+                      const std::map<std::string, std::string>& metadata = {});
+// The same for tensors made as the writer reaches them (one alive at a time); a tensor made with
+// another shape or dtype than its entry announced is an error naming it.
+void save_safetensors(const std::string& path, const LazyStateDict& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace tb::checkpoint

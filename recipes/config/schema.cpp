@@ -91,7 +91,7 @@ std::vector<KeySpec> build_schema() {
       value(         "enable_activation_checkpointing", T::Bool, kOptional, "false", "recompute activations in backward"),
       no_effect(value("enable_activation_offloading", T::Bool, kOptional, "false", "accepted, no effect (CPU only)")),
       no_effect(value("optimizer_in_bwd",            T::Bool,  kOptional, "false", "accepted, no effect (optimizer steps after backward)")),
-      no_effect(value("low_cpu_ram",                 T::Bool,  kOptional, "false", "torchtune: QLoRA saves through a memory map; accepted, no effect (the merged checkpoint is built in memory)")),
+      value("low_cpu_ram",                           T::Bool,  kOptional, "false", "torchtune: QLoRA saves through a memory map to spare RAM; here every save makes the merged weights one tensor at a time, so true and false both get that"),
       one_of(value(  "collate_fn",                   T::String,kOptional, "",      "how samples become a batch: torchtune.data.padded_collate_sft (padded, labels -100)"),
              {"torchtune.data.padded_collate_sft", "padded_collate_sft"}),
       nullable(at_least(value("num_threads",         T::Int,   kOptional, "",      "intra-op threads; default: the number of cores"), 1)),

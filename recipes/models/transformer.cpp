@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include "models/build_dtype.h"
 #include "models/compiled_names.h"
 
 namespace tb::models {
@@ -71,7 +72,13 @@ TransformerDecoderImpl::TransformerDecoderImpl(const ModelArgs& a, const LinearF
       rope_(a.rotary_dim(), a.rope_base, a.rope_scaling, a.max_seq_len),
       local_rope_(local_rotary(a)) {
   const int64_t dim = a.embed_dim, hd = a.head_dim(), q_dim = a.num_heads * hd, kv_dim = a.num_kv_heads * hd;
+  // Each piece cast to the build dtype as soon as it is made (models/build_dtype.h).
+  const auto dtype = BuildDtype::current();
+  const auto cast = [dtype](torch::nn::Module& m) {
+    if (dtype != torch::kFloat) m.to(dtype);
+  };
   tok_embeddings = register_module("tok_embeddings", torch::nn::Embedding(a.vocab_size, dim));
+  cast(*tok_embeddings);
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < a.num_layers; ++i) {
     auto site = [&](const char* name, int64_t in, int64_t out, bool bias = false) {
@@ -112,13 +119,16 @@ TransformerDecoderImpl::TransformerDecoderImpl(const ModelArgs& a, const LinearF
     }
     TransformerSelfAttentionLayer layer(std::move(attn), std::move(mlp), dim, a.norm_eps, a.norm_offset,
                                         a.sandwich_norms);
+    cast(*layer);
     layers->push_back(layer);
     layers_.push_back(layer);
   }
   norm = register_module("norm", RMSNorm(dim, a.norm_eps, a.norm_offset));
+  cast(*norm);
   if (!a.tie_word_embeddings) {
     output = checked(factory, {"output", -1, dim, a.vocab_size});
     register_module("output", output.ptr());
+    cast(*output.ptr());
   }
 }
 

@@ -38,11 +38,12 @@ std::string last_segment(const std::string& dotted) {
   return dot == std::string::npos ? dotted : dotted.substr(dot + 1);
 }
 
-std::string shape_text(const torch::Tensor& t) {
+std::string shape_text(c10::IntArrayRef sizes) {
   std::string s = "[";
-  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
   return s + "]";
 }
+std::string shape_text(const torch::Tensor& t) { return shape_text(t.sizes()); }
 
 std::string join(const std::vector<std::string>& items) {
   std::string s;
@@ -395,10 +396,11 @@ StateDict load_peft_adapter(const std::string& dir, const models::ModelArgs& arg
   return ours;
 }
 
-StateDict merge_lora(const StateDict& base_ours, const StateDict& adapter_ours, double alpha, int64_t rank) {
+checkpoint::LazyStateDict merge_lora(const checkpoint::LazyStateDict& base_ours, const StateDict& adapter_ours,
+                                     double alpha, int64_t rank) {
   if (rank <= 0) throw std::invalid_argument("merge_lora: rank must be positive, got " + std::to_string(rank));
   const AdapterPairs pairs = pairs_from_ours(adapter_ours, "merge_lora");
-  StateDict out;
+  checkpoint::LazyStateDict out;
   for (const auto& [name, t] : base_ours)
     if (!is_adapter_parameter(name)) out[name] = t;
 
@@ -408,17 +410,26 @@ StateDict merge_lora(const StateDict& base_ours, const StateDict& adapter_ours, 
     const std::string base_key = module.empty() ? "weight" : module + ".weight";
     const auto it = out.find(base_key);
     if (it == out.end()) fail("merge_lora", "adapter '" + p.a->shown + "' has no base weight '" + base_key + "'");
-    const auto &w = it->second, &a = p.a->tensor, &b = p.b->tensor;
+    const auto& shape = it->second.shape;
+    const torch::Tensor a = p.a->tensor, b = p.b->tensor;
     if (a.size(0) != rank)
       fail("merge_lora",
            "'" + p.a->shown + "' has rank " + std::to_string(a.size(0)) + ", expected " + std::to_string(rank));
-    if (w.dim() != 2 || w.size(0) != b.size(0) || w.size(1) != a.size(1))
-      fail("merge_lora", "'" + base_key + "' " + shape_text(w) + " does not fit lora_b " + shape_text(b) +
-                             " @ lora_a " + shape_text(a));
-    const auto delta = torch::matmul(b.to(torch::kFloat), a.to(torch::kFloat)).mul_(scale);
-    it->second = (w.to(torch::kFloat) + delta.to(w.device())).to(w.scalar_type());
+    if (shape.size() != 2 || shape[0] != b.size(0) || shape[1] != a.size(1))
+      fail("merge_lora", "'" + base_key + "' " + shape_text(shape) +
+                             " does not fit lora_b " + shape_text(b) + " @ lora_a " + shape_text(a));
+    // Made when the writer reaches it: the base (e.g. dequantised from NF4) and its delta exist only then.
+    it->second.make = [base = it->second.make, a, b, scale] {
+      const torch::Tensor w = base();
+      const auto delta = torch::matmul(b.to(torch::kFloat), a.to(torch::kFloat)).mul_(scale);
+      return (w.to(torch::kFloat) + delta.to(w.device())).to(w.scalar_type());
+    };
   }
   return out;
+}
+
+StateDict merge_lora(const StateDict& base_ours, const StateDict& adapter_ours, double alpha, int64_t rank) {
+  return checkpoint::materialize(merge_lora(checkpoint::lazy(base_ours), adapter_ours, alpha, rank));
 }
 
 void validate_missing_and_unexpected_for_lora(const LoraSettings& targets,

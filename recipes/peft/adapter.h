@@ -19,6 +19,7 @@
 #include <torch/nn/module.h>
 
 #include "checkpoint/hf_convert.h"
+#include "checkpoint/lazy_state.h"
 #include "peft/lora_builders.h"
 #include "models/model_args.h"
 
@@ -84,6 +85,9 @@ void load_adapter_into(torch::nn::Module& model, const StateDict& adapter, const
 // other base tensors pass unchanged, adapter tensors found in `base_ours` are dropped. Throws
 // std::runtime_error when an adapter has no base weight, lacks its other half, or shapes disagree.
 StateDict merge_lora(const StateDict& base_ours, const StateDict& adapter_ours, double alpha, int64_t rank);
+// The same, each merged weight made only when a writer asks for it (a save holds one at a time).
+checkpoint::LazyStateDict merge_lora(const checkpoint::LazyStateDict& base_ours, const StateDict& adapter_ours,
+                                     double alpha, int64_t rank);
 
 // Checks the keys of a LoRA model's checkpoint loads, as torchtune does. Base load: only adapter keys
 // of the targeted modules may be missing, nothing may be unexpected. Adapter load (optional): base

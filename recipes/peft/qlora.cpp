@@ -42,13 +42,18 @@ int64_t quantize_lora_bases(torch::nn::Module& model) {
   return count;
 }
 
-checkpoint::StateDict base_weights(const torch::nn::Module& model, torch::ScalarType dtype) {
-  checkpoint::StateDict state = checkpoint::base_model_state(model);
+checkpoint::LazyStateDict lazy_base_weights(const torch::nn::Module& model, torch::ScalarType dtype) {
+  checkpoint::LazyStateDict state = checkpoint::lazy(checkpoint::base_model_state(model));
   for_each_lora(model, [&](const std::string& name, LoRALinearImpl& lora) {
-    if (lora.quantized_base)
-      state[strip_compiled_prefix(name) + ".weight"] = quant::dequantize_nf4(*lora.quantized_base, dtype);
+    if (const auto nf4 = lora.quantized_base)
+      state[strip_compiled_prefix(name) + ".weight"] = {nf4->shape, dtype,
+                                                        [nf4, dtype] { return quant::dequantize_nf4(*nf4, dtype); }};
   });
   return state;
+}
+
+checkpoint::StateDict base_weights(const torch::nn::Module& model, torch::ScalarType dtype) {
+  return checkpoint::materialize(lazy_base_weights(model, dtype));
 }
 
 ParameterBytes parameter_bytes(const torch::nn::Module& model) {

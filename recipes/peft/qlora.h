@@ -1,7 +1,8 @@
 // QLoRA: the frozen base weight of each LoRALinear stored in NF4 (quant/nf4.h) instead of fp32/bf16.
 // A qlora_* builder marks the model; after the recipe has loaded the checkpoint into the base
 // weights, quantize_lora_bases replaces each marked base by its NF4 form, frees the full-precision
-// tensor and routes the base path through linear_nf4. Saving dequantises again (base_weights).
+// tensor and routes the base path through linear_nf4. Saving dequantises again, one weight at a time
+// (lazy_base_weights).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <torch/nn/module.h>
 
 #include "checkpoint/hf_convert.h"
+#include "checkpoint/lazy_state.h"
 
 namespace tb::peft {
 
@@ -25,6 +27,9 @@ int64_t quantize_lora_bases(torch::nn::Module& model);
 // The model's base weights under our names (as checkpoint::base_model_state), with every NF4 base
 // dequantised to `dtype` so that a checkpoint can be written from them.
 checkpoint::StateDict base_weights(const torch::nn::Module& model, torch::ScalarType dtype);
+// The same, each NF4 base dequantised only when a writer reaches it (what a save uses: the model's
+// weights in `dtype` never exist all at once).
+checkpoint::LazyStateDict lazy_base_weights(const torch::nn::Module& model, torch::ScalarType dtype);
 
 // Bytes of the model's parameters by role, for the memory line before training.
 struct ParameterBytes {

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "peft/lora_builders.h"
+#include "models/build_dtype.h"
 #include "models/model_args.h"
 #include "models/transformer.h"
 
@@ -230,6 +231,35 @@ class TestModelDecoder : public QObject {
     QVERIFY(torch::allclose(lora->forward(tokens), plain->forward(tokens), 1e-6, 1e-6));
     s.lora_attn_modules = {"w1"};
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, build_lora_decoder(small_args(), s));
+  }
+
+  void buildDtypeGivesTheCastModel() {
+    // Built in fp32 then cast, or built under BuildDtype (each piece cast as it is made): the same
+    // parameters, bit for bit, in bf16; the LoRA builder's adapters included. Outside the scope: fp32.
+    LoraSettings s;
+    s.lora_attn_modules = {"q_proj", "v_proj"};
+    s.apply_lora_to_mlp = true;
+    auto args = small_args();
+    args.tie_word_embeddings = false;
+    torch::manual_seed(11);
+    auto whole = build_lora_decoder(args, s);
+    whole->to(torch::kBFloat16);
+    torch::manual_seed(11);
+    TransformerDecoder piecewise{nullptr};
+    {
+      BuildDtype scope(torch::kBFloat16);
+      QCOMPARE(BuildDtype::current(), torch::kBFloat16);
+      piecewise = build_lora_decoder(args, s);
+    }
+    QCOMPARE(BuildDtype::current(), torch::kFloat);
+    auto built = piecewise->named_parameters();
+    QCOMPARE(built.size(), whole->named_parameters().size());
+    for (const auto& item : whole->named_parameters()) {
+      const auto& p = built[item.key()];
+      QCOMPARE(p.scalar_type(), torch::kBFloat16);
+      QVERIFY2(torch::equal(p, item.value()), item.key().c_str());
+    }
+    QCOMPARE(build_decoder(args)->tok_embeddings->weight.scalar_type(), torch::kFloat);
   }
 };
 

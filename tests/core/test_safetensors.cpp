@@ -152,6 +152,39 @@ class TestSafetensors : public QObject {
     }
   }
 
+  void lazyTensorsAreMadeOneAtATime() {
+    // Each made tensor owns a buffer that counts itself: the writer must drop one before making the next.
+    int live = 0, most = 0;
+    LazyStateDict state;
+    for (int i = 0; i < 5; ++i)
+      state["t" + std::to_string(i)] = {{3, 4}, torch::kFloat, [&live, &most, i] {
+        auto* buf = new float[12];
+        for (int k = 0; k < 12; ++k) buf[k] = float(i * 100 + k);
+        most = std::max(most, ++live);
+        return torch::from_blob(
+            buf, {3, 4}, [&live](void* p) { delete[] static_cast<float*>(p); --live; }, torch::kFloat);
+      }};
+    const auto path = file("lazy.safetensors");
+    save_safetensors(path, state);
+    QCOMPARE(most, 1);
+    QCOMPARE(live, 0);
+    const auto loaded = load_safetensors(path);
+    for (int i = 0; i < 5; ++i) QCOMPARE(loaded.at("t" + std::to_string(i))[1][2].item<float>(), float(i * 100 + 6));
+    // The same bytes as writing the made tensors all at once.
+    save_safetensors(file("eager.safetensors"), materialize(state));
+    QVERIFY(read_all(path) == read_all(file("eager.safetensors")));
+    // A tensor made with another shape than its entry announced: an error naming it, no file left.
+    state["t2"].shape = {4, 3};
+    try {
+      save_safetensors(file("bad.safetensors"), state);
+      QFAIL("a tensor that does not match its header entry must be refused");
+    } catch (const SafetensorsError& e) {
+      QVERIFY2(std::string(e.what()).find("'t2'") != std::string::npos, e.what());
+    }
+    QVERIFY(!QFile::exists(dir_.filePath("bad.safetensors")));
+    QCOMPARE(live, 0);
+  }
+
   void refusesMalformedFiles_data() {
     QTest::addColumn<QByteArray>("header");
     QTest::addColumn<int>("dataBytes");
