@@ -23,6 +23,17 @@ struct InterpolationError : std::runtime_error {
   bool silent;
 };
 
+// Bounds on what interpolation may build: each reference can double a value, so forty of them would
+// otherwise ask for a terabyte.
+constexpr size_t kMaxInterpolatedBytes = size_t(1) << 20;
+constexpr size_t kMaxCopiedNodes = 1'000'000;
+
+size_t count_nodes(const Node& n) {
+  size_t count = 1;
+  for (const Node& c : n.children) count += count_nodes(c);
+  return count;
+}
+
 class Resolver {
  public:
   Resolver(Node& root, const std::string& file, std::vector<Diagnostic>& diags) : root_(root), file_(file), diags_(diags) {
@@ -107,6 +118,10 @@ class Resolver {
     // Exactly one `${...}` spanning the whole value keeps the referenced value's type.
     if (text.compare(0, 2, "${") == 0 && matching_brace(text, 2) == text.size() - 1) {
       Node value = lookup(text.substr(2, text.size() - 3), n);
+      copied_nodes_ += count_nodes(value);
+      if (copied_nodes_ > kMaxCopiedNodes)
+        throw InterpolationError("interpolation copies more than " + std::to_string(kMaxCopiedNodes) +
+                                 " values (references that copy each other's lists or maps grow without bound)");
       value.mark = n.mark;  // later messages about this value point at the reference
       value.origin = n.origin;
       return value;
@@ -134,6 +149,9 @@ class Resolver {
           throw InterpolationError("'" + text.substr(pos, end - pos + 1) + "' is a " + (value.is_map() ? "map" : "list") +
                                    " and cannot be part of a string");
         out += python_str(value.text, value.scalar_kind());
+        if (out.size() > kMaxInterpolatedBytes)
+          throw InterpolationError("the value grows past " + std::to_string(kMaxInterpolatedBytes >> 20) +
+                                   " MiB when interpolated (references that repeat each other grow without bound)");
         pos = end + 1;
       } else {
         out += text[pos++];
@@ -252,6 +270,7 @@ class Resolver {
   }
 
   Node& root_;
+  size_t copied_nodes_ = 0;
   const std::string& file_;
   std::vector<Diagnostic>& diags_;
   std::map<const Node*, Node*> parent_;

@@ -4,7 +4,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <regex>
 
 #include <yaml-cpp/yaml.h>
 
@@ -57,6 +56,63 @@ std::string python_float_repr(double d) {
 
 }  // namespace
 
+namespace {
+
+// The number forms, matched by scanning: std::regex recurses once per character and overflows the
+// stack on a scalar of some 50,000 digits.
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_hex_digit(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+size_t skip_sign(const std::string& t, size_t i) { return i < t.size() && (t[i] == '-' || t[i] == '+') ? i + 1 : i; }
+
+// [0-9][0-9_]* from i (first_needed: the first character must be a digit); returns the end, or npos.
+size_t digit_run(const std::string& t, size_t i, bool first_needed = true) {
+  if (first_needed && (i >= t.size() || !is_digit(t[i]))) return std::string::npos;
+  while (i < t.size() && (is_digit(t[i]) || t[i] == '_')) ++i;
+  return i;
+}
+
+// [eE][-+]?[0-9]+ from i; returns the end, or npos.
+size_t exponent(const std::string& t, size_t i) {
+  if (i >= t.size() || (t[i] != 'e' && t[i] != 'E')) return std::string::npos;
+  i = skip_sign(t, i + 1);
+  if (i >= t.size() || !is_digit(t[i])) return std::string::npos;
+  while (i < t.size() && is_digit(t[i])) ++i;
+  return i;
+}
+
+bool ends_at(const std::string& t, size_t i) { return i == t.size(); }
+bool ends_at_or_exponent(const std::string& t, size_t i) { return ends_at(t, i) || ends_at(t, exponent(t, i)); }
+
+// [-+]?[0-9][0-9_]*
+bool is_decimal_int(const std::string& t) { return ends_at(t, digit_run(t, skip_sign(t, 0))); }
+
+// [-+]?0x[0-9a-fA-F_]+
+bool is_hex_int(const std::string& t) {
+  size_t i = skip_sign(t, 0);
+  if (t.compare(i, 2, "0x") != 0) return false;
+  i += 2;
+  const size_t first = i;
+  while (i < t.size() && (is_hex_digit(t[i]) || t[i] == '_')) ++i;
+  return i > first && ends_at(t, i);
+}
+
+// YAML 1.1's floats with the `1e-4` and `1.` forms OmegaConf's loader adds:
+// [-+]?D(D|_)*\.(D|_)*E? | [-+]?D(D|_)*E | [-+]?\.D(D|_)*E? (E: the exponent).
+bool is_float_form(const std::string& t) {
+  const size_t start = skip_sign(t, 0);
+  if (start < t.size() && t[start] == '.') {
+    const size_t end = digit_run(t, start + 1);
+    return end != std::string::npos && ends_at_or_exponent(t, end);
+  }
+  const size_t whole = digit_run(t, start);
+  if (whole == std::string::npos) return false;
+  if (whole < t.size() && t[whole] == '.') return ends_at_or_exponent(t, digit_run(t, whole + 1, false));
+  return ends_at(t, exponent(t, whole));
+}
+
+}  // namespace
+
 std::optional<bool> parse_bool(const std::string& t) {
   static const char* const kTrue[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"};
   static const char* const kFalse[] = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"};
@@ -68,10 +124,8 @@ std::optional<bool> parse_bool(const std::string& t) {
 }
 
 std::optional<int64_t> parse_int(const std::string& t) {
-  static const std::regex kDecimal("[-+]?[0-9][0-9_]*");
-  static const std::regex kHex("[-+]?0x[0-9a-fA-F_]+");
-  bool hex = std::regex_match(t, kHex);
-  if (!hex && !std::regex_match(t, kDecimal)) return std::nullopt;
+  const bool hex = is_hex_int(t);
+  if (!hex && !is_decimal_int(t)) return std::nullopt;
   std::string s = without_underscores(t);
   bool negative = s[0] == '-';
   if (s[0] == '-' || s[0] == '+') s.erase(0, 1);
@@ -84,17 +138,12 @@ std::optional<int64_t> parse_int(const std::string& t) {
 }
 
 std::optional<double> parse_float(const std::string& t) {
-  // OmegaConf's loader adds `1e-4` and `1.` forms to YAML 1.1's floats.
-  static const std::regex kFloat(
-      "[-+]?[0-9][0-9_]*\\.[0-9_]*([eE][-+]?[0-9]+)?"
-      "|[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+"
-      "|[-+]?\\.[0-9][0-9_]*([eE][-+]?[0-9]+)?");
-  static const std::regex kInf("[-+]?\\.(inf|Inf|INF)");
-  static const std::regex kNan("\\.(nan|NaN|NAN)");
-  if (std::regex_match(t, kInf)) return t[0] == '-' ? -INFINITY : INFINITY;
-  if (std::regex_match(t, kNan)) return NAN;
+  const size_t sign = t.empty() || (t[0] != '-' && t[0] != '+') ? 0 : 1;
+  const std::string body = t.substr(sign);
+  if (body == ".inf" || body == ".Inf" || body == ".INF") return t[0] == '-' ? -INFINITY : INFINITY;
+  if (sign == 0 && (body == ".nan" || body == ".NaN" || body == ".NAN")) return NAN;
   if (auto i = parse_int(t)) return static_cast<double>(*i);
-  if (!std::regex_match(t, kFloat)) return std::nullopt;
+  if (!is_float_form(t)) return std::nullopt;
   std::string s = without_underscores(t);
   try {
     return std::stod(s);

@@ -61,10 +61,33 @@ void Node::set_origin(const std::string& override_text) {
   for (Node& c : children) c.set_origin(override_text);
 }
 
-Node from_yaml(const YAML::Node& y, const std::string& file, std::vector<Diagnostic>& diags) {
+namespace {
+
+// yaml-cpp shares an aliased node instead of copying it, so an alias can contain itself (`x: &a [*a]`)
+// and nine levels of nine aliases name 387 million values: copying into our tree is bounded in depth
+// and in size, and past either bound the copy stops with one error at the node where it happened.
+constexpr int kMaxDepth = 100;
+constexpr size_t kMaxNodes = 1'000'000;
+
+struct CopyBudget {
+  size_t nodes = 0;
+  bool exceeded = false;
+};
+
+Node copy_yaml(const YAML::Node& y, const std::string& file, std::vector<Diagnostic>& diags, int depth,
+               CopyBudget& budget) {
   Node n;
   n.mark = mark_of(y);
   n.tag = y.Tag();
+  if (budget.exceeded) return n;  // Null: the error is already reported
+  if (depth > kMaxDepth || ++budget.nodes > kMaxNodes) {
+    budget.exceeded = true;
+    diags.push_back({file, n.mark.line, n.mark.column, "",
+                     depth > kMaxDepth
+                         ? "nested more than " + std::to_string(kMaxDepth) + " levels deep (a YAML alias that contains itself?)"
+                         : "more than " + std::to_string(kMaxNodes) + " values (YAML aliases that repeat each other?)"});
+    return n;
+  }
   switch (y.Type()) {
     case YAML::NodeType::Undefined:
     case YAML::NodeType::Null:
@@ -76,11 +99,14 @@ Node from_yaml(const YAML::Node& y, const std::string& file, std::vector<Diagnos
       break;
     case YAML::NodeType::Sequence:
       n.kind = Node::Kind::Sequence;
-      for (const auto& item : y) n.children.push_back(from_yaml(item, file, diags));
+      for (const auto& item : y) {
+        n.children.push_back(copy_yaml(item, file, diags, depth + 1, budget));
+        if (budget.exceeded) break;
+      }
       break;
     case YAML::NodeType::Map:
       n.kind = Node::Kind::Map;
-      for (auto it = y.begin(); it != y.end(); ++it) {
+      for (auto it = y.begin(); it != y.end() && !budget.exceeded; ++it) {
         SourceMark km = mark_of(it->first);
         if (!it->first.IsScalar()) {
           diags.push_back({file, km.line, km.column, "", "map keys must be plain names"});
@@ -92,7 +118,7 @@ Node from_yaml(const YAML::Node& y, const std::string& file, std::vector<Diagnos
                            "duplicate key '" + key + "' (first set at line " + std::to_string(first->key_mark.line) + ")"});
           continue;
         }
-        Node child = from_yaml(it->second, file, diags);
+        Node child = copy_yaml(it->second, file, diags, depth + 1, budget);
         // An empty value (`key:` then a newline) carries the mark of whatever follows it: point at the key.
         if (child.is_null() && child.mark.line != km.line) child.mark = km;
         child.key_mark = km;
@@ -101,6 +127,13 @@ Node from_yaml(const YAML::Node& y, const std::string& file, std::vector<Diagnos
       break;
   }
   return n;
+}
+
+}  // namespace
+
+Node from_yaml(const YAML::Node& y, const std::string& file, std::vector<Diagnostic>& diags) {
+  CopyBudget budget;
+  return copy_yaml(y, file, diags, 0, budget);
 }
 
 YAML::Node to_yaml(const Node& n) {

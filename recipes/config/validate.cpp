@@ -22,6 +22,19 @@ const char* expected(ArgType t) {
   return "a value";
 }
 
+// A value as quoted in a message: long ones cut, with their length.
+std::string shown(const std::string& text) {
+  constexpr size_t kMax = 60;
+  if (text.size() <= kMax) return text;
+  return text.substr(0, kMax) + "... (" + std::to_string(text.size()) + " characters)";
+}
+
+bool all_digits(const std::string& t) {
+  const size_t start = !t.empty() && (t[0] == '-' || t[0] == '+') ? 1 : 0;
+  return t.size() > start && std::all_of(t.begin() + static_cast<long>(start), t.end(),
+                                         [](char c) { return c >= '0' && c <= '9'; });
+}
+
 std::string got(const Node& n) {
   switch (n.kind) {
     case Node::Kind::Null: return "null";
@@ -37,7 +50,9 @@ std::string got(const Node& n) {
     case ScalarKind::String: break;
   }
   bool looks_typed = classify_plain(n.text) != ScalarKind::String;
-  return "the string '" + n.text + "'" + (looks_typed ? " (quoted, so not a number or boolean)" : "");
+  if (!looks_typed && all_digits(n.text) && n.tag != "!")
+    return "the integer " + shown(n.text) + ", which does not fit in 64 bits";
+  return "the string '" + shown(n.text) + "'" + (looks_typed ? " (quoted, so not a number or boolean)" : "");
 }
 
 class Validator {

@@ -161,6 +161,53 @@ class TestConfigErrors : public QObject {
     QCOMPARE(r.diagnostics[0].format(), path + ":23:1: unknown key 'log_every_n_step' (did you mean 'log_every_n_steps'?)");
   }
 
+  // Configs that would crash or take gigabytes end in one error each, quickly: self-containing
+  // aliases (SIGSEGV before), alias "billion laughs", deep nesting, 60,000-digit numbers (std::regex
+  // overflowed the stack), and interpolation that doubles a value or a list forty times.
+  void boundsOnWhatTheConfigCanGrowTo_data() {
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<QString>("override");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("alias containing itself") << "x: &a [*a]\n" << "" << "odd.yaml:1:4: nested more than 100 levels deep";
+    QTest::newRow("override alias containing itself")
+        << "seed: 1\n" << "selfref=&s [1, *s]" << "nested more than 100 levels deep";
+    QString laughs = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n";
+    for (int i = 1; i <= 9; ++i) {
+      QStringList refs;
+      for (int k = 0; k < 9; ++k) refs << QString("*a%1").arg(i - 1);
+      laughs += QString("a%1: &a%1 [%2]\n").arg(i).arg(refs.join(", "));
+    }
+    QTest::newRow("billion laughs") << laughs << "" << "more than 1000000 values";
+    QTest::newRow("deep nesting") << "x: " + QString(150, '[') + QString(150, ']') + "\n" << ""
+                                  << "nested more than 100 levels deep";
+    QTest::newRow("60,000 digits") << "seed: " + QString(60000, '9') + "\n" << ""
+                                   << "seed: expected an integer, got the integer 999999999999999999999999999999999999999999999999999999999999... (60000 characters), which does not fit in 64 bits";
+    QString doubling = "e0: " + QString(1000, 'x') + "\n";
+    QString lists = "l0: [1, 2]\n";
+    for (int i = 1; i <= 40; ++i) {
+      doubling += QString("e%1: ${e%2}${e%2}\n").arg(i).arg(i - 1);
+      lists += QString("l%1: ['${l%2}', '${l%2}']\n").arg(i).arg(i - 1);
+    }
+    QTest::newRow("string doubling") << doubling << "" << "grows past 1 MiB when interpolated";
+    QTest::newRow("list doubling") << lists << "" << "interpolation copies more than 1000000 values";
+  }
+  void boundsOnWhatTheConfigCanGrowTo() {
+    QFETCH(QString, text);
+    QFETCH(QString, override);
+    QFETCH(QString, expected);
+    LoadOptions options;
+    options.registry = &tb::components::builtin();
+    if (!override.isEmpty()) options.overrides = {override.toStdString()};
+    QElapsedTimer timer;
+    timer.start();
+    const LoadResult r = load_text(text.toStdString(), "odd.yaml", options);
+    QVERIFY(!r.ok());
+    QString all;
+    for (const auto& d : r.diagnostics) all += QString::fromStdString(d.format()) + "\n";
+    QVERIFY2(all.contains(expected), qPrintable(all.left(2000)));
+    QVERIFY2(timer.elapsed() < 20000, "bounded work, not minutes");
+  }
+
   void nothingEscapes() {
     // Odd inputs come back as diagnostics, never as exceptions.
     for (const char* text : {"{", "a: [", ":", "- - -", "? [a]\n: b\n", "model: !!int x\n", "\t", "a: *undefined\n",
