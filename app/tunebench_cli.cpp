@@ -26,6 +26,7 @@
 #include "inference/tokenize_lines.h"
 #include "recipe.h"
 #include "training/metric_loggers.h"
+#include "text/json_text.h"
 
 namespace fs = std::filesystem;
 
@@ -217,7 +218,7 @@ int cmd_eval(const std::string& config, const std::vector<std::string>& override
     const nlohmann::json line = {{"loss", result.loss},       {"perplexity", result.perplexity},
                                  {"tokens", result.tokens},   {"samples", result.samples},
                                  {"seconds", result.seconds}};
-    std::cout << line.dump() << "\n";
+    std::cout << tb::text::json_text(line) << "\n";
   } catch (const std::exception& e) {
     return fail(std::string("eval: ") + e.what());
   }
@@ -283,7 +284,7 @@ int cmd_data_preview(const std::string& config, const std::vector<std::string>& 
   try {
     const auto preview = tb::inference::preview_dataset(*cfg, samples);
     if (json)
-      std::cout << tb::inference::preview_json(preview).dump() << "\n";
+      std::cout << tb::text::json_text(tb::inference::preview_json(preview)) << "\n";
     else
       std::cout << tb::inference::preview_text(preview, isatty(STDOUT_FILENO) != 0);
   } catch (const std::exception& e) {
@@ -339,7 +340,7 @@ int cmd_bench_step(const std::string& config, std::vector<std::string> overrides
               << options.steps << " steps, " << figures["threads"].get<int>() << " threads), first step "
               << figures["first_step_s"].get<double>() << " s, peak " << figures["peak_memory_gib"].get<double>()
               << " GiB against weights + gradients + optimizer " << figures["floor_gib"].get<double>() << " GiB\n";
-    std::cout << figures.dump() << "\n";
+    std::cout << tb::text::json_text(figures) << "\n";
   } catch (const std::exception& e) {
     if (open_line) std::cerr << "\n";
     code = fail(e.what());
@@ -391,13 +392,13 @@ int cmd_bench_compile(const std::string& config, const std::vector<std::string>&
   const auto line = tb::bench::compare_eager_and_compiled(figures[0], figures[1]);
   std::cout << "speed-up " << line["speedup"].get<double>() << "x, warm-up " << line["compile_warmup_s"].get<double>()
             << " s, losses within " << line["loss_max_rel_diff"].get<double>() << " (relative)\n";
-  std::cout << line.dump() << "\n";
+  std::cout << tb::text::json_text(line) << "\n";
   return kOk;
 }
 
 int cmd_bench_tokenize(const tb::bench::TokenizeBenchOptions& options) {
   try {
-    std::cout << tb::bench::bench_tokenize(options).dump() << "\n";
+    std::cout << tb::text::json_text(tb::bench::bench_tokenize(options)) << "\n";
   } catch (const std::runtime_error& e) {
     return fail(e.what());
   }

@@ -1,4 +1,5 @@
 #include "RunTypes.h"
+#include "text/json_text.h"
 
 namespace tb::ui {
 
@@ -39,7 +40,7 @@ RunEvent runEventFromJson(const nlohmann::json& j) {
     e.memory = MemoryBudget{bytes("frozen_bytes"), bytes("trainable_bytes"), bytes("gradient_bytes"),
                             bytes("optimizer_bytes"), bytes("nf4_params")};
   }
-  e.json = QString::fromStdString(j.dump());
+  e.json = QString::fromStdString(tb::text::json_text(j));
   return e;
 }
 

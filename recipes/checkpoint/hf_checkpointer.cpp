@@ -10,6 +10,7 @@
 #include "checkpoint/hf_config.h"
 #include "checkpoint/safetensors.h"
 #include "models/compiled_names.h"
+#include "text/json_text.h"
 
 namespace tb::checkpoint {
 
@@ -182,8 +183,8 @@ void save_model_state(const std::string& folder, const LazyStateDict& state, con
     written.insert(name);
   }
   index["weight_map"] = weight_map;
-  write_file_atomic((fs::path(folder) / kIndexFile).string(), index.dump(2) + "\n");
-  write_file_atomic((fs::path(folder) / "config.json").string(), hf_config.dump(2) + "\n");
+  write_file_atomic((fs::path(folder) / kIndexFile).string(), text::json_text(index, 2) + "\n");
+  write_file_atomic((fs::path(folder) / "config.json").string(), text::json_text(hf_config, 2) + "\n");
   // Shards of an earlier save with a different count would otherwise linger next to the index.
   static const std::regex shard_file(R"(model-\d{5}-of-\d{5}\.safetensors)");
   for (const auto& entry : fs::directory_iterator(folder)) {

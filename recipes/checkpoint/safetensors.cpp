@@ -1,4 +1,5 @@
 #include "checkpoint/safetensors.h"
+#include "text/json_text.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -283,7 +284,7 @@ void save_safetensors(const std::string& path, const LazyStateDict& tensors,
     header[*it.name] = {{"dtype", it.dtype}, {"shape", it.tensor->shape}, {"data_offsets", {offset, offset + it.bytes}}};
     offset += it.bytes;
   }
-  std::string text = header.dump();
+  std::string text = text::json_text(header);
   text.append((8 - text.size() % 8) % 8, ' ');
   const uint64_t len = text.size();
 

@@ -7,6 +7,7 @@
 #include "data/hf_tokenizer.h"
 #include "data/open_tokenizer.h"
 #include "data/sft_datasets.h"
+#include "text/json_text.h"
 
 namespace tb::inference {
 
@@ -70,7 +71,7 @@ size_t tokenize_file(const data::Tokenizer& tokenizer, const std::string& path, 
       rows.push_back(std::move(row));
     }
   }
-  for (const auto& row : rows) out << tokenize_row(tokenizer, row, add_generation_prompt).dump() << "\n";
+  for (const auto& row : rows) out << text::json_text(tokenize_row(tokenizer, row, add_generation_prompt)) << "\n";
   return rows.size();
 }
 

@@ -14,6 +14,7 @@
 #include "checkpoint/safetensors.h"
 #include "models/compiled_names.h"
 #include "models/transformer.h"
+#include "text/json_text.h"
 
 namespace fs = std::filesystem;
 
@@ -337,7 +338,7 @@ void save_peft_adapter(const std::string& dir, const StateDict& adapter_ours, co
   j["base_model_name_or_path"] = cfg.base_model_name_or_path.empty()
                                      ? nlohmann::ordered_json(nullptr)
                                      : nlohmann::ordered_json(cfg.base_model_name_or_path);
-  checkpoint::write_file_atomic((fs::path(dir) / kAdapterConfigFile).string(), j.dump(2) + "\n");
+  checkpoint::write_file_atomic((fs::path(dir) / kAdapterConfigFile).string(), text::json_text(j, 2) + "\n");
 }
 
 AdapterConfig read_adapter_config(const std::string& dir) {

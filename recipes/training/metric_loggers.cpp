@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "config/registry.h"
 #include "config/schema.h"
+#include "text/json_text.h"
 
 namespace tb::training {
 
@@ -28,7 +29,7 @@ DiskLogger::DiskLogger(const std::string& log_dir, const std::string& filename) 
 
 void DiskLogger::write_line(const nlohmann::json& j) {
   std::lock_guard<std::mutex> lock(mutex_);
-  out_ << j.dump() << '\n';
+  out_ << text::json_text(j) << '\n';
   out_.flush();
 }
 
@@ -151,7 +152,7 @@ void StdoutLogger::log_event(const nlohmann::json& event) {
       out_ << ": " << event["message"].get<std::string>();
     out_ << '\n';
   } else {
-    out_ << event.dump() << '\n';
+    out_ << text::json_text(event) << '\n';
   }
   out_ << std::flush;
 }

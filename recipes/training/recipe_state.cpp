@@ -1,4 +1,5 @@
 #include "training/recipe_state.h"
+#include "text/json_text.h"
 
 #include <filesystem>
 #include <fstream>
@@ -24,7 +25,7 @@ void save_recipe_state(const std::string& folder, const RecipeState& state, torc
       {"cursor", {{"epoch", state.cursor.epoch}, {"batch_index", state.cursor.batch_index}}},
       {"seed", state.seed},
       {"total_steps", state.total_steps}};
-  std::ofstream((fs::path(folder) / "recipe_state.json").string()) << counters.dump(2) << "\n";
+  std::ofstream((fs::path(folder) / "recipe_state.json").string()) << text::json_text(counters, 2) << "\n";
 }
 
 RecipeState read_recipe_counters(const std::string& folder) {

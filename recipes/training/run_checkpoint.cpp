@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "config/schema.h"
+#include "text/json_text.h"
 
 namespace fs = std::filesystem;
 
@@ -74,7 +75,7 @@ std::string write_checkpoint_folder(const std::string& output_dir, const std::st
     // Absolute: a checkpointer joins a relative folder onto its own output_dir, which would put the
     // files of a relative output_dir (as the bundled configs use) one level too deep.
     fill(fs::absolute(tmp).string());
-    write_text_synced(tmp / kManifestName, manifest.dump(2) + "\n");
+    write_text_synced(tmp / kManifestName, text::json_text(manifest, 2) + "\n");
     if (fs::exists(final_path)) {
       // Replacing a checkpoint of the same name: move the old one aside first so a crash between the
       // two renames leaves one complete copy.

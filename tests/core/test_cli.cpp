@@ -4,6 +4,9 @@
 
 #include "test_main.h"
 
+#include <filesystem>
+#include <fstream>
+
 #include "components/builtin.h"
 
 #include <cmath>
@@ -265,6 +268,39 @@ class TestCli : public QObject {
     QCOMPARE(steps, 3);
     QCOMPARE(lines.last().value("event").toString(), QString("end"));
     QCOMPARE(lines.last().value("status").toString(), QString("completed"));
+  }
+
+  // An output folder whose name is not UTF-8 (Latin-1 "café" and a stray byte): the run completes and
+  // its log says the path with U+FFFD; the JSON logger threw at the first save before.
+  void runIntoAFolderNamedInLatin1() {
+    QTemporaryDir dir;
+    // The name's bytes cannot travel in a QString argument: a shell's printf makes them.
+    QStringList args = tinyRun("OUT");
+    for (QString& a : args) a = "'" + a + "'";
+    const QString script = "out=\"$1/$(printf 'caf\\351_\\377')\"; exec \"$2\" " +
+                           args.join(' ').replace("'output_dir=OUT'", "\"output_dir=$out\"");
+    QProcess p;
+    p.start("/bin/sh", {"-c", script, "sh", dir.path(), cli_});
+    QVERIFY(p.waitForFinished(120000));
+    QVERIFY2(p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0, p.readAllStandardError().constData());
+    // Qt cannot name such a folder (its names are UTF-8): std::filesystem keeps the bytes.
+    std::vector<std::filesystem::path> made;
+    for (const auto& e : std::filesystem::directory_iterator(dir.path().toStdString())) made.push_back(e.path());
+    QCOMPARE(made.size(), size_t(1));
+    QCOMPARE(made[0].filename().string(), std::string("caf\xe9_\xff"));
+    std::ifstream log(made[0] / "logs" / "metrics.jsonl", std::ios::binary);
+    QVERIFY(log.good());
+    const QList<QByteArray> lines =
+        QByteArray::fromStdString(std::string(std::istreambuf_iterator<char>(log), {})).trimmed().split('\n');
+    const QJsonObject end = QJsonDocument::fromJson(lines.last()).object();
+    QCOMPARE(end.value("status").toString(), QString("completed"));
+    bool saved = false;
+    for (const QByteArray& line : lines) {
+      const QJsonObject o = QJsonDocument::fromJson(line).object();
+      if (o.value("event").toString() == "checkpoint")
+        saved = o.value("path").toString().contains(QString("caf") + QChar(0xFFFD) + "_" + QChar(0xFFFD));
+    }
+    QVERIFY(saved);
   }
 
   void runBadOverrideIsUserError() {

@@ -153,6 +153,22 @@ class TestMetricLoggers : public QObject {
     QCOMPARE(lines[3]["status"].get<std::string>(), std::string("completed"));
   }
 
+  // A folder name or a message with bytes that are not UTF-8 (a Latin-1 path) is logged with U+FFFD
+  // in their place; nlohmann's dump() threw type_error 316 there and the run was lost at its first save.
+  void bytesThatAreNotUtf8AreReplaced() {
+    QTemporaryDir dir;
+    const std::string bad = "caf\xe9/\xff\xfe";
+    {
+      DiskLogger logger(dir.filePath("logs").toStdString());
+      logger.log_event({{"event", "checkpoint"}, {"path", "/runs/" + bad + "/epoch_0"}});
+      logger.log_event({{"event", "end"}, {"status", "failed"}, {"message", "cannot read " + bad}});
+    }
+    const auto lines = read_jsonl(dir.filePath("logs/metrics.jsonl"));
+    QCOMPARE(lines.size(), size_t(2));
+    QCOMPARE(lines[0]["path"].get<std::string>(), std::string("/runs/caf\uFFFD/\uFFFD\uFFFD/epoch_0"));
+    QCOMPARE(lines[1]["message"].get<std::string>(), std::string("cannot read caf\uFFFD/\uFFFD\uFFFD"));
+  }
+
   void diskLoggerUnwritableFolderThrows() {
     QTemporaryDir dir;
     std::ofstream(dir.filePath("file").toStdString()) << "x";
