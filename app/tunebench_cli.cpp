@@ -25,8 +25,8 @@
 #include "inference/generate.h"
 #include "inference/tokenize_lines.h"
 #include "recipe.h"
-#include "training/metric_loggers.h"
 #include "text/json_text.h"
+#include "training/metric_loggers.h"
 
 namespace fs = std::filesystem;
 

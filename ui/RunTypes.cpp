@@ -1,4 +1,5 @@
 #include "RunTypes.h"
+
 #include "text/json_text.h"
 
 namespace tb::ui {

@@ -217,6 +217,10 @@ void copy_into_model(torch::nn::Module& model, const StateDict& state, const std
       throw std::runtime_error(source + ": tensor '" + tune_to_hf_name(name).value_or(name) + "' (" + name +
                                ") has shape " + shape_text(it->second.sizes()) + " in the checkpoint but " +
                                shape_text(param.sizes()) + " in the model; does the model match the checkpoint?");
+    // An integer tensor would be converted to float without a word (e.g. I32 written over a weight).
+    if (param.is_floating_point() && !it->second.is_floating_point())
+      throw std::runtime_error(source + ": tensor '" + tune_to_hf_name(name).value_or(name) + "' is stored as " +
+                               c10::toString(it->second.scalar_type()) + " but is a floating-point weight of the model");
     param.copy_(it->second);
     used.insert(name);
   }

@@ -1,5 +1,4 @@
 #include "checkpoint/safetensors.h"
-#include "text/json_text.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -9,7 +8,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <set>
 #include <nlohmann/json.hpp>
+
+#include "text/json_text.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors I/O assumes a little-endian host");
 
@@ -71,12 +73,23 @@ SafetensorsHeader parse_safetensors_header(const std::string& path, const char* 
   if (file_size < 8 || json_len > file_size - 8)
     fail(path, "header length " + std::to_string(json_len) + " runs past the end of the " +
                    std::to_string(file_size) + "-byte file (truncated?)");
+  // JSON would keep the last of two entries with one name; the reference implementation refuses them.
+  std::set<std::string> names;
+  std::string duplicate;
+  const nlohmann::json::parser_callback_t no_duplicates = [&](int depth, nlohmann::json::parse_event_t event,
+                                                              nlohmann::json& parsed) {
+    if (depth == 1 && event == nlohmann::json::parse_event_t::key && !names.insert(parsed.get<std::string>()).second &&
+        duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
   nlohmann::json root;
   try {
-    root = nlohmann::json::parse(json_text, json_text + json_len);
+    root = nlohmann::json::parse(json_text, json_text + json_len, no_duplicates);
   } catch (const nlohmann::json::parse_error& e) {
     fail(path, std::string("header is not valid JSON: ") + e.what());
   }
+  if (!duplicate.empty()) fail_tensor(path, duplicate, "named twice in the header");
   if (!root.is_object()) fail(path, "header is not a JSON object");
 
   SafetensorsHeader h;
@@ -128,15 +141,29 @@ SafetensorsHeader parse_safetensors_header(const std::string& path, const char* 
                                   " and shape " + shape->dump() + " need " + std::to_string(numel * itemsize));
     h.tensors.push_back(std::move(e));
   }
-  // Overlap check on the byte ranges (empty tensors occupy nothing).
+  // As the reference implementation reads a file: the tensors, in offset order, cover the data area
+  // exactly, without gaps or overlaps. A header length one byte off (every tensor shifted) or bytes
+  // after the last tensor are refused here rather than read as other numbers.
   std::vector<const TensorEntry*> by_offset;
-  for (const auto& e : h.tensors)
-    if (e.end > e.begin) by_offset.push_back(&e);
-  std::sort(by_offset.begin(), by_offset.end(),
-            [](const TensorEntry* a, const TensorEntry* b) { return a->begin < b->begin; });
-  for (size_t i = 1; i < by_offset.size(); ++i)
-    if (by_offset[i]->begin < by_offset[i - 1]->end)
-      fail_tensor(path, by_offset[i]->name, "bytes overlap those of tensor '" + by_offset[i - 1]->name + "'");
+  for (const auto& e : h.tensors) by_offset.push_back(&e);
+  std::sort(by_offset.begin(), by_offset.end(), [](const TensorEntry* a, const TensorEntry* b) {
+    return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
+  });
+  uint64_t covered = 0;
+  const TensorEntry* previous = nullptr;
+  for (const TensorEntry* e : by_offset) {
+    if (e->begin < covered)
+      fail_tensor(path, e->name, "bytes overlap those of tensor '" + (previous ? previous->name : std::string()) + "'");
+    if (e->begin > covered)
+      fail_tensor(path, e->name, "starts at byte " + std::to_string(e->begin) + " of the data area, leaving a gap after " +
+                                     (previous ? "tensor '" + previous->name + "'" : std::string("the header")) +
+                                     " (which ends at " + std::to_string(covered) + ")");
+    covered = e->end;
+    previous = e;
+  }
+  if (covered != h.data_size)
+    fail(path, "the data area has " + std::to_string(h.data_size - covered) +
+                   " bytes after the last tensor (a wrong header length, or trailing bytes)");
   // nlohmann's object is ordered by key, so h.tensors is already sorted by name.
   return h;
 }

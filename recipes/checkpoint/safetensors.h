@@ -6,7 +6,8 @@
 // touched. Tensors from SafetensorsFile are zero-copy views of the mapping: each holds a reference
 // to it, so the mapping lives as long as the last tensor (writes to them are private copy-on-write
 // pages, never the file). A tensor whose bytes are not aligned to its element size is cloned instead.
-// Gaps in the data area are accepted (the reference writer never makes them); overlaps are refused.
+// As the reference implementation reads: the tensors cover the data area exactly (no gap, no overlap,
+// nothing after the last one) and no name appears twice.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,4 @@
 #include "training/recipe_state.h"
-#include "text/json_text.h"
 
 #include <filesystem>
 #include <fstream>
@@ -9,6 +8,8 @@
 #include <torch/optim/optimizer.h>
 #include <torch/serialize/archive.h>
 #include <nlohmann/json.hpp>
+
+#include "text/json_text.h"
 
 namespace fs = std::filesystem;
 

@@ -283,6 +283,25 @@ class TestHfCheckpointer : public QObject {
     QVERIFY_THROWS_EXCEPTION(std::runtime_error, FullModelHFCheckpointer(opts).load_into(*tied_model, 0));
   }
 
+  // An integer tensor where the model has a float weight: refused with its name (it was converted).
+  void integerTensorForAFloatWeightIsRefused() {
+    auto model = models::build_decoder(tiny_args());
+    auto state = base_model_state(*model);
+    state["norm.scale"] = torch::ones(state["norm.scale"].sizes(), torch::kInt);
+    const auto folder = path("int_weight").toStdString();
+    save_model_state(folder, state, hf_config_from_model_args(tiny_args(), "LLAMA2", "float32"));
+    HFCheckpointerOptions opts;
+    opts.checkpoint_dir = folder;
+    try {
+      FullModelHFCheckpointer(opts).load_into(*model, 0);
+      QFAIL("an I32 norm weight loaded");
+    } catch (const std::runtime_error& e) {
+      QVERIFY2(std::string(e.what()).find("'model.norm.weight' is stored as Int but is a floating-point weight") !=
+                   std::string::npos,
+               e.what());
+    }
+  }
+
   void refusesUnsupportedOptions() {
     HFCheckpointerOptions opts;
     opts.model_type = "T5_ENCODER";  // a torchtune model type for no decoder built here

@@ -200,6 +200,17 @@ class TestSafetensors : public QObject {
     QTest::newRow("overlapping tensors")
         << QByteArray(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})")
         << 12 << qlonglong(-1) << "tensor 'b': bytes overlap those of tensor 'a'";
+    // As the reference implementation reads: the data area exactly covered, each name once.
+    QTest::newRow("gap between tensors")
+        << QByteArray(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[12,20]}})")
+        << 20 << qlonglong(-1) << "tensor 'b': starts at byte 12 of the data area, leaving a gap after tensor 'a'";
+    QTest::newRow("bytes after the last tensor") << two_f32 << 9 << qlonglong(-1) << "the data area has 1 bytes after the last tensor";
+    // A padded header whose length field is one short: every tensor would be read one byte early.
+    QTest::newRow("header length one short") << two_f32 + "       " << 8 << qlonglong(two_f32.size() + 6)
+                                             << "the data area has 1 bytes after the last tensor";
+    QTest::newRow("a name twice")
+        << QByteArray(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})")
+        << 8 << qlonglong(-1) << "tensor 'a': named twice in the header";
     QTest::newRow("size does not match shape")
         << QByteArray(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})") << 8 << qlonglong(-1)
         << "tensor 'a': data_offsets [0, 8] hold 8 bytes but dtype F32 and shape [3] need 12";
