@@ -1,6 +1,8 @@
 #include "config/validate.h"
 
 #include <algorithm>
+#include <cmath>
+#include <set>
 
 #include "config/schema.h"
 #include "config/suggest.h"
@@ -20,6 +22,17 @@ const char* expected(ArgType t) {
     case ArgType::Any: return "a value";
   }
   return "a value";
+}
+
+// Arguments that mean a size, rate or count wherever a component takes them (torchtune's optimizers,
+// schedulers, LoRA builders): a negative value is a typo that would fail, or train wrongly, later.
+bool never_negative(const std::string& path) {
+  static const std::set<std::string> names = {
+      "lr", "weight_decay", "eps", "momentum", "clip_grad_norm", "num_warmup_steps", "num_training_steps",
+      "lora_rank", "lora_alpha", "lora_dropout", "max_seq_len", "num_cycles", "warmup_steps", "active_steps",
+      "wait_steps", "keep_last_n_checkpoints"};
+  const auto dot = path.rfind('.');
+  return names.count(dot == std::string::npos ? path : path.substr(dot + 1)) > 0;
 }
 
 // A value as quoted in a message: long ones cut, with their length.
@@ -118,10 +131,16 @@ class Validator {
         if (!n.is_scalar() || k != ScalarKind::Int) return mismatch();
         if (min && *parse_int(n.text) < *min)
           report(n, path + ": must be at least " + std::to_string(*min) + ", got " + n.text);
+        else if (*parse_int(n.text) < 0 && never_negative(path))
+          report(n, path + ": must not be negative, got " + n.text);
         return;
-      case ArgType::Float:
+      case ArgType::Float: {
         if (!n.is_scalar() || (k != ScalarKind::Int && k != ScalarKind::Float)) return mismatch();
+        const double value = parse_float(n.text).value_or(0.0);
+        if (std::isnan(value)) report(n, path + ": must be a number, got " + n.text);
+        else if (value < 0 && never_negative(path)) report(n, path + ": must not be negative, got " + n.text);
         return;
+      }
       case ArgType::Bool:
         if (!n.is_scalar() || k != ScalarKind::Bool) return mismatch();
         return;

@@ -4,6 +4,8 @@
 
 #include <exception>
 
+#include <c10/util/Exception.h>
+
 #include "training/run_control.h"
 
 namespace tb::training {
@@ -18,7 +20,9 @@ RunResult run_recipe(Recipe& recipe) {
   } catch (const std::exception& e) {
     result = RunResult{};
     result.status = RunStatus::Failed;
-    result.message = e.what();
+    // LibTorch's errors carry a C++ stack trace of some 30 lines after the message: the log gets the message.
+    const auto* torch_error = dynamic_cast<const c10::Error*>(&e);
+    result.message = torch_error ? torch_error->what_without_backtrace() : e.what();
   }
   return recipe.cleanup(result);
 }

@@ -303,6 +303,19 @@ class TestCli : public QObject {
     QVERIFY(saved);
   }
 
+  // A LibTorch error during the run (here token ids past the tiny model's vocabulary) is its message,
+  // one line; its C++ stack trace (some 30 lines) is not.
+  void torchErrorDuringTheRunIsOneLine() {
+    QTemporaryDir dir;
+    const Result r = run(tinyRun(dir.filePath("out"), {"dataset._component_=torchtune.datasets.alpaca_dataset",
+                                                       "dataset.source=json",
+                                                       "dataset.data_files=" + QString(TB_SOURCE_DIR) +
+                                                           "/resources/datasets/tiny_instruct.json",
+                                                       "~dataset.seq_len", "~dataset.num_samples"}));
+    expectOneLineError(r, "run failed: index out of range");
+    QVERIFY2(!r.out.contains("Exception raised from"), qPrintable(r.out));
+  }
+
   void runBadOverrideIsUserError() {
     QVERIFY2(tb::find_recipe("full_finetune_single_device"), "full_finetune_single_device is not built in");
     QTemporaryDir dir;

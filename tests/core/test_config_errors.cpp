@@ -208,6 +208,32 @@ class TestConfigErrors : public QObject {
     QVERIFY2(timer.elapsed() < 20000, "bounded work, not minutes");
   }
 
+  // Numbers that parse but cannot mean anything: caught by validate, not by a stack trace at run time.
+  void numbersOutOfRange_data() {
+    QTest::addColumn<QString>("override");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("nan lr") << "optimizer.lr=.nan" << "optimizer.lr: must be a number, got .nan";
+    QTest::newRow("negative lr") << "optimizer.lr=-1" << "optimizer.lr: must not be negative, got -1";
+    QTest::newRow("negative clip") << "clip_grad_norm=-1" << "clip_grad_norm: must not be negative, got -1";
+    QTest::newRow("negative warm-up")
+        << "lr_scheduler.num_warmup_steps=-5" << "lr_scheduler.num_warmup_steps: must not be negative, got -5";
+  }
+  void numbersOutOfRange() {
+    QFETCH(QString, override);
+    QFETCH(QString, expected);
+    LoadOptions options;
+    options.registry = &tb::components::builtin();
+    options.recipe = "lora_finetune_single_device";
+    options.overrides = {override.toStdString(),
+                         "lr_scheduler._component_=torchtune.modules.get_cosine_schedule_with_warmup",
+                         "lr_scheduler.num_warmup_steps=0"};
+    if (override.startsWith("lr_scheduler")) options.overrides.back() = override.toStdString();
+    const LoadResult r = load_file(std::string(TB_SOURCE_DIR) + "/configs/tiny/lora_single_device.yaml", options);
+    QString all;
+    for (const auto& d : r.diagnostics) all += QString::fromStdString(d.format()) + "\n";
+    QVERIFY2(!r.ok() && r.diagnostics.size() == 1 && all.contains(expected), qPrintable(all));
+  }
+
   void nothingEscapes() {
     // Odd inputs come back as diagnostics, never as exceptions.
     for (const char* text : {"{", "a: [", ":", "- - -", "? [a]\n: b\n", "model: !!int x\n", "\t", "a: *undefined\n",
