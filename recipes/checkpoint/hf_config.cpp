@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <sys/stat.h>
 
+#include "config/regular_file.h"
+
 namespace tb::checkpoint {
 
 namespace {
@@ -237,6 +239,7 @@ std::string config_file(const std::string& path) {
 
 nlohmann::json read_hf_config(const std::string& path) {
   const std::string file = config_file(path);
+  if (const auto what = config::not_a_regular_file(file)) throw std::runtime_error(file + ": " + *what);
   std::ifstream in(file);
   if (!in) throw std::runtime_error(file + ": cannot open (a Hugging Face checkpoint folder holds a config.json)");
   try {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "text/json_text.h"
+#include "config/regular_file.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors I/O assumes a little-endian host");
 
@@ -177,6 +178,7 @@ struct SafetensorsFile::Mapping {
 };
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
+  if (const auto what = config::not_a_regular_file(path)) fail(path, *what);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(path, "cannot open: " + errno_text());
   struct stat st {};

@@ -13,6 +13,7 @@
 #include "config/suggest.h"
 #include "config/tree.h"
 #include "config/validate.h"
+#include "config/regular_file.h"
 
 namespace tb::config {
 namespace {
@@ -222,11 +223,19 @@ LoadResult load_file(const std::string& name_or_path, const LoadOptions& options
   LoadResult result;
   std::string path = find_config(name_or_path);
   if (path.empty()) {
+    if (const auto what = not_a_regular_file(name_or_path)) {  // e.g. a FIFO: not a missing config
+      result.diagnostics.push_back({name_or_path, 0, 0, "", *what});
+      return result;
+    }
     std::vector<std::string> names;
     for (const BundledConfig& b : bundled_configs()) names.push_back(b.name);
     result.diagnostics.push_back({name_or_path, 0, 0, "",
                                   "no such file or bundled config" + did_you_mean(name_or_path, names) +
                                       " (see 'tunebench-cli ls')"});
+    return result;
+  }
+  if (const auto what = not_a_regular_file(path)) {
+    result.diagnostics.push_back({path, 0, 0, "", *what});
     return result;
   }
   std::ifstream in(path, std::ios::binary);

@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "config/regular_file.h"
 #include "data/dataset.h"
 
 namespace tb::data {
@@ -119,6 +120,7 @@ std::vector<Row> parse_delimited_rows(const std::string& text, const std::string
 }
 
 std::vector<Row> read_delimited_rows(const std::string& path, const std::string& display_name, char delimiter) {
+  if (const auto what = config::not_a_regular_file(path)) throw DataError(display_name, 0, *what);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw DataError(display_name, 0, "cannot open data file");
   std::ostringstream ss;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "config/config.h"
+#include "config/regular_file.h"
 #include "data/dataset.h"
 
 namespace tb::data {
@@ -13,6 +14,7 @@ namespace {
 using json = RowJson;
 
 std::string read_all(const std::string& path, const std::string& display_name) {
+  if (const auto what = config::not_a_regular_file(path)) throw DataError(display_name, 0, *what);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw DataError(display_name, 0, "cannot open data file");
   std::ostringstream ss;

@@ -4,6 +4,8 @@
 
 #include "test_main.h"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -314,6 +316,41 @@ class TestCli : public QObject {
                                                        "~dataset.seq_len", "~dataset.num_samples"}));
     expectOneLineError(r, "run failed: index out of range");
     QVERIFY2(!r.out.contains("Exception raised from"), qPrintable(r.out));
+  }
+
+  // A FIFO where a file is expected blocked `run` and `eval` forever (opening it waits for a writer):
+  // now one line naming it, at once.
+  void fifoInsteadOfAFileIsRefused_data() {
+    QTest::addColumn<QString>("role");
+    QTest::newRow("data file") << "data";
+    QTest::newRow("config file") << "config";
+    QTest::newRow("weights file") << "weights";
+  }
+  void fifoInsteadOfAFileIsRefused() {
+    QFETCH(QString, role);
+    QTemporaryDir dir;
+    QString fifo = dir.filePath("pipe");
+    if (role == "weights") {  // a checkpoint of the tiny run, its weights file replaced by a FIFO
+      QCOMPARE(run(tinyRun(dir.filePath("first"))).code, 0);
+      fifo = dir.filePath("first/epoch_0/model-00001-of-00001.safetensors");
+      QVERIFY(QFile::remove(fifo));
+    }
+    QCOMPARE(::mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
+    QStringList args;
+    if (role == "config") {
+      args = {"validate", fifo};
+    } else if (role == "data") {
+      args = tinyRun(dir.filePath("out"), {"dataset._component_=torchtune.datasets.alpaca_dataset", "dataset.source=json",
+                                           "dataset.data_files=" + fifo, "~dataset.seq_len", "~dataset.num_samples"});
+    } else {
+      args = tinyRun(dir.filePath("out"), {"checkpointer.checkpoint_dir=" + dir.filePath("first/epoch_0"),
+                                           "checkpointer.checkpoint_files=[model-00001-of-00001.safetensors]"});
+    }
+    QElapsedTimer timer;
+    timer.start();
+    const Result r = run(args);
+    QVERIFY2(r.code == 1 && r.err.contains("is a FIFO (named pipe), not a file"), qPrintable(r.err + r.out));
+    QVERIFY(timer.elapsed() < 30000);
   }
 
   void runBadOverrideIsUserError() {
