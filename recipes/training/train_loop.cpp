@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 #include <thread>
 
 #include "config/schema.h"
@@ -25,6 +26,12 @@ LoopOptions read_loop_options(const config::Config& cfg) {
 TrainLoop::TrainLoop(LoopOptions options, int64_t batches_per_epoch, MetricLogger& logger, RunControl& control)
     : options_(std::move(options)), logger_(logger), control_(control) {
   steps_per_epoch_ = batches_per_epoch / options_.gradient_accumulation_steps;
+  // Otherwise the run "completes" without one optimizer step and saves the weights it started from.
+  if (steps_per_epoch_ == 0)
+    throw std::runtime_error("an epoch has " + std::to_string(batches_per_epoch) + " batch" +
+                             (batches_per_epoch == 1 ? "" : "es") + ", fewer than gradient_accumulation_steps (" +
+                             std::to_string(options_.gradient_accumulation_steps) +
+                             "): no optimizer step would run; lower gradient_accumulation_steps or batch_size, or add data");
   if (options_.max_steps_per_epoch) steps_per_epoch_ = std::min(steps_per_epoch_, *options_.max_steps_per_epoch);
 }
 
@@ -79,6 +86,13 @@ RunResult TrainLoop::run(TrainStep& step, data::DataLoader& loader, const SaveCh
       running_tokens += batch->num_label_tokens();
       if ((batch_index + 1) % accumulation != 0) continue;
 
+      if (running_tokens == 0) {  // the loss would read 0.0000 and the step change nothing but weight decay
+        result.status = RunStatus::Failed;
+        result.message = "step " + std::to_string(global_step_ + 1) +
+                         " has no label tokens: every label is masked (a prompt that fills max_seq_len, or "
+                         "train_on_input: false with empty responses?); nothing to learn from";
+        return result;
+      }
       step.optimizer_step(running_tokens);
       ++global_step_;
       const double lr = current_lr(step.optimizer());

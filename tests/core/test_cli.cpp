@@ -353,6 +353,30 @@ class TestCli : public QObject {
     QVERIFY(timer.elapsed() < 30000);
   }
 
+  // Runs that cannot learn anything fail with the reason; they logged "loss 0.0000", saved and
+  // reported "completed" before.
+  void runsThatCannotLearnFail_data() {
+    QTest::addColumn<QStringList>("overrides");
+    QTest::addColumn<QString>("expected");
+    // The bundled tiny config: its Alpaca prompt is longer than 8 tokens, so every response is cut off
+    // and every sample is dropped (a step without label tokens would fail on its own as well).
+    QTest::newRow("every label masked") << QStringList{"tokenizer.max_seq_len=8", "max_steps_per_epoch=2"}
+                                        << "the dataset has no samples";
+    QTest::newRow("accumulation past the data")
+        << QStringList{"gradient_accumulation_steps=100000"} << "fewer than gradient_accumulation_steps (100000)";
+  }
+  void runsThatCannotLearnFail() {
+    QFETCH(QStringList, overrides);
+    QFETCH(QString, expected);
+    QTemporaryDir dir;
+    const Result r = run(QStringList{"run", "full_finetune_single_device", "--config", "tiny/full_single_device",
+                                     "output_dir=" + dir.filePath("out"), "epochs=1"} +
+                         overrides,
+                         TB_SOURCE_DIR);
+    expectOneLineError(r, expected);
+    QVERIFY2(!QFileInfo::exists(dir.filePath("out/epoch_0")), "a run that learned nothing saved a checkpoint");
+  }
+
   void runBadOverrideIsUserError() {
     QVERIFY2(tb::find_recipe("full_finetune_single_device"), "full_finetune_single_device is not built in");
     QTemporaryDir dir;
