@@ -27,6 +27,7 @@
 #include "recipe.h"
 #include "text/json_text.h"
 #include "training/metric_loggers.h"
+#include "training/output_lock.h"
 
 namespace fs = std::filesystem;
 
@@ -176,8 +177,10 @@ int cmd_run(const std::string& recipe_name, const std::string& config, const std
   auto cfg = load(config, overrides, recipe_name, true);
   if (!cfg) return kUserError;
 
+  std::unique_ptr<tb::training::OutputDirLock> lock;  // before the log opens: one run per output_dir
   std::unique_ptr<tb::training::FanOutLogger> logger;
   try {
+    lock = std::make_unique<tb::training::OutputDirLock>(tb::config::setting_string(*cfg, "output_dir"));
     logger = tb::training::make_metric_logger(*cfg, tb::components::builtin());
   } catch (const std::exception& e) {
     return fail(e.what());

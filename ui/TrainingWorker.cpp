@@ -1,7 +1,9 @@
 #include "TrainingWorker.h"
 
 #include "components/builtin.h"
+#include "config/schema.h"
 #include "training/metric_loggers.h"
+#include "training/output_lock.h"
 
 namespace tb::ui {
 
@@ -15,8 +17,10 @@ void TrainingWorker::run(const tb::config::Config& config, const QString& recipe
     Q_EMIT finished(outcome);
     return;
   }
+  std::unique_ptr<tb::training::OutputDirLock> lock;  // before the log opens: one run per output_dir
   std::unique_ptr<tb::training::FanOutLogger> logger;
   try {
+    lock = std::make_unique<tb::training::OutputDirLock>(tb::config::setting_string(config, "output_dir"));
     logger = tb::training::make_metric_logger(config, tb::components::builtin());
   } catch (const std::exception& e) {
     outcome.status = tb::training::RunStatus::Failed;

@@ -418,6 +418,30 @@ class TestCli : public QObject {
     QCOMPARE(lines.last().value("status").toString(), QString("stopped"));
   }
 
+  // A second run into the output_dir of a running one is refused before it writes anything (both
+  // completed before, the second overwriting the first's checkpoints and interleaving its log).
+  void secondRunIntoABusyOutputDirIsRefused() {
+    QTemporaryDir dir;
+    QProcess first;
+    first.start(cli_, tinyRun(dir.filePath("out"), {"dataset.num_samples=1000000", "max_steps_per_epoch=null"}));
+    QVERIFY(first.waitForStarted());
+    const QString log = dir.filePath("out/logs/metrics.jsonl");
+    QElapsedTimer timer;
+    timer.start();
+    while (jsonLines(log).isEmpty() && timer.elapsed() < 60000 && first.state() == QProcess::Running) QTest::qWait(50);
+    const Result second = run(tinyRun(dir.filePath("out")));
+    expectOneLineError(second, "output_dir " + dir.filePath("out") + " is in use by another run (pid " +
+                                   QString::number(first.processId()) + ")");
+    ::kill(static_cast<pid_t>(first.processId()), SIGINT);
+    QVERIFY(first.waitForFinished(120000));
+    QCOMPARE(first.exitCode(), 0);
+    int ends = 0;
+    for (const QJsonObject& o : jsonLines(log)) ends += o.value("event").toString() == "end";
+    QCOMPARE(ends, 1);  // only the first run's
+    // The lock goes with the process: the folder takes the next run.
+    QCOMPARE(run(tinyRun(dir.filePath("out"))).code, 0);
+  }
+
   // SIGKILL (no handler runs) while a checkpoint is being written: every checkpoint folder is complete
   // or absent, the newest complete one resumes, and the next save clears what the dead run left.
   void killDuringSaveLeavesALoadableCheckpoint() {
