@@ -1,6 +1,7 @@
 // tunebench-cli: the headless front end (DESIGN.md "The CLI"), modelled on torchtune's `tune`.
 // Exit codes: 0 success, 1 user error with a one-line reason on stderr. No exception and no signal
 // ends it: main catches everything, SIGINT/SIGTERM ask a running recipe to stop, SIGPIPE is ignored.
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -218,10 +219,13 @@ int cmd_eval(const std::string& config, const std::vector<std::string>& override
     });
     if (tty) std::cerr << "\n";
     std::cerr << "eval: " << result.weights << "\n";
+    for (const auto& w : result.warnings) std::cerr << "eval: warning: " << w << "\n";
     const nlohmann::json line = {{"loss", result.loss},       {"perplexity", result.perplexity},
                                  {"tokens", result.tokens},   {"samples", result.samples},
                                  {"seconds", result.seconds}};
     std::cout << tb::text::json_text(line) << "\n";
+    if (!std::isfinite(result.loss))  // the JSON line says null; the exit status says it too
+      return fail("eval: the loss is not finite (" + std::to_string(result.loss) + "): the weights hold NaN or Inf?");
   } catch (const std::exception& e) {
     return fail(std::string("eval: ") + e.what());
   }
@@ -243,6 +247,7 @@ int cmd_generate(const std::string& config, const std::vector<std::string>& over
     });
     if (result.text.compare(0, printed.size(), printed) == 0) std::cout << result.text.substr(printed.size());
     std::cout << "\n";
+    for (const auto& w : result.warnings) std::cerr << "generate: warning: " << w << "\n";
     std::cerr << "generate: " << result.tokens.size() << " tokens in " << result.seconds << " s"
               << (result.stopped_at_eos ? " (stopped at end of sequence)" : "") << "\n";
   } catch (const std::exception& e) {

@@ -47,6 +47,7 @@ EvalResult evaluate(const config::Config& cfg, const EvalProgress& progress) {
   result.loss = loss_sum / double(result.tokens);
   result.perplexity = std::exp(result.loss);
   result.weights = loaded.weights;
+  result.warnings = loaded.warnings;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "config/config.h"
 
@@ -21,6 +22,7 @@ struct EvalResult {
   int64_t samples = 0;
   double seconds = 0;
   std::string weights;    // where the weights came from (the checkpointer's report)
+  std::vector<std::string> warnings;  // the checkpointer's warnings, for the caller to show
 };
 
 // Called after each batch with (samples done, samples in all).

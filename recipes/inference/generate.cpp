@@ -60,6 +60,7 @@ GenerateResult generate(const config::Config& cfg, const GenerateOptions& option
   torch::NoGradGuard no_grad;
 
   GenerateResult result;
+  result.warnings = loaded.warnings;
   result.prompt_tokens = prompt_tokens(tokenizer, options, result.prompt_text);
   const auto prompt_len = static_cast<int64_t>(result.prompt_tokens.size());
   const int64_t limit = model.args().max_seq_len;

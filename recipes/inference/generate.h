@@ -32,6 +32,7 @@ struct GenerateResult {
   std::vector<int64_t> prompt_tokens, tokens;
   bool stopped_at_eos = false;
   double seconds = 0;  // generation only, without loading
+  std::vector<std::string> warnings;  // the checkpointer's warnings, for the caller to show
 };
 
 // Called with the text decoded so far, after each new token (for streaming output).

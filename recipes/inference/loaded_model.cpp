@@ -20,6 +20,7 @@ LoadedModel load_model(const config::Config& cfg) {
   const auto checkpointer = registry.build<std::shared_ptr<checkpoint::FullModelHFCheckpointer>>(cfg.at("checkpointer"));
   const auto report = checkpointer->load_into(*out.model, runtime.seed);
   out.weights = report.message;
+  out.warnings = report.warnings;
   out.model->to(out.dtype);
   out.model->eval();
   out.tokenizer = registry.build<std::shared_ptr<data::Tokenizer>>(cfg.at("tokenizer"));

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <c10/core/ScalarType.h>
 
@@ -18,6 +19,7 @@ struct LoadedModel {
   std::shared_ptr<data::Tokenizer> tokenizer;
   c10::ScalarType dtype = c10::ScalarType::Float;
   std::string weights;  // one line: where the weights came from
+  std::vector<std::string> warnings;  // the checkpointer's (e.g. lm_head copied from the embedding)
 };
 
 // Throws std::runtime_error with a one-line reason.

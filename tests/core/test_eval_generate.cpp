@@ -14,6 +14,8 @@
 
 #include <fstream>
 
+#include "checkpoint/hf_checkpointer.h"
+#include "checkpoint/safetensors.h"
 #include "components/builtin.h"
 #include "config/config.h"
 #include "config/schema.h"
@@ -120,6 +122,33 @@ class TestEvalGenerate : public QObject {
                "checkpointer.checkpoint_dir=" + dir_.path() + "/nowhere"});
     QCOMPARE(r.code, 1);
     QVERIFY2(r.err.count('\n') == 1 && r.err.contains("nowhere"), qPrintable(r.err));
+  }
+
+  // eval and generate say the checkpointer's warnings (they were dropped: a model_type naming another
+  // family, an lm_head copied from the embedding).
+  void loadWarningsAreShown() {
+    const QString config = writeConfig(variant("fp32_gqa"), "fp32", 3);
+    const auto eval = tbtest::run_process(cli_, {"eval", "--config", config, "checkpointer.model_type=QWEN2"});
+    QVERIFY2(eval.code == 0, qPrintable(eval.err));
+    QVERIFY2(eval.err.contains("eval: warning: checkpointer.model_type QWEN2 names another family"), qPrintable(eval.err));
+    const auto gen = tbtest::run_process(
+        cli_, {"generate", "--config", config, "checkpointer.model_type=QWEN2", "--prompt", "Once", "--max-new-tokens", "2"});
+    QVERIFY2(gen.code == 0, qPrintable(gen.err));
+    QVERIFY2(gen.err.contains("generate: warning: checkpointer.model_type QWEN2"), qPrintable(gen.err));
+  }
+
+  // Weights holding NaN: the JSON line says "loss": null, and the exit status is no longer 0.
+  void nonFiniteLossFailsTheEval() {
+    const QString folder = dir_.path() + "/nan_weights";
+    QDir().mkpath(folder);
+    QVERIFY(QFile::copy(variant("fp32_gqa") + "/config.json", folder + "/config.json"));
+    auto state = tb::checkpoint::load_hf_state(variant("fp32_gqa").toStdString(), {});
+    state["model.norm.weight"] = torch::full_like(state["model.norm.weight"], std::nan(""));
+    tb::checkpoint::save_safetensors((folder + "/model.safetensors").toStdString(), state);
+    const auto r = tbtest::run_process(cli_, {"eval", "--config", writeConfig(folder, "fp32", 3)});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("eval: the loss is not finite"), qPrintable(r.err));
+    QVERIFY(parse(tbtest::last_line(r.out)).value("loss").isNull());
   }
 
   void greedyDecodingWithTheCacheMatchesTheReference() {
