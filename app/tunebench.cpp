@@ -6,12 +6,14 @@
 #include <QDir>
 #include <QFileInfo>
 
+#include <csignal>
 #include <iostream>
 
 #include "MainWindow.h"
 #include "config/config.h"
 
 int main(int argc, char** argv) {
+  std::signal(SIGXFSZ, SIG_IGN);  // a file size limit (ulimit -f) becomes EFBIG, reported, not a death
   QApplication app(argc, argv);
   QApplication::setOrganizationName("Tunebench");
   QApplication::setApplicationName("tunebench");

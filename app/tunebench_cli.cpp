@@ -59,6 +59,7 @@ void install_signal_handlers() {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a closed pipe (`| head`) becomes a write error, not a death
+  std::signal(SIGXFSZ, SIG_IGN);  // a file size limit (ulimit -f) becomes EFBIG, reported, not a death
 }
 
 // Every recipe name we know of: the built-in recipes, then those the bundled configs are written for.

@@ -442,6 +442,29 @@ class TestCli : public QObject {
     QCOMPARE(run(tinyRun(dir.filePath("out"))).code, 0);
   }
 
+  // A file size limit (as a full disk: writes fail) while the checkpoint is written: LibTorch's writer
+  // aborted the process from a destructor (or SIGXFSZ killed it), leaving a .tmp_ folder and no end
+  // event. Now the run fails with the reason, the temporary folder is gone and the log ends.
+  void fileSizeLimitDuringASaveFailsCleanly() {
+    QTemporaryDir dir;
+    QStringList args = tinyRun(dir.filePath("out"));
+    for (QString& a : args) a = "'" + a + "'";
+    // 1600 blocks of 512 bytes: the model file (0.56 MB) fits, the optimizer state (1.1 MB) does not.
+    const QString script = "ulimit -f 1600 && exec \"$1\" " + args.join(' ');
+    QProcess p;
+    p.start("/bin/sh", {"-c", script, "sh", cli_});
+    QVERIFY(p.waitForFinished(120000));
+    const QString err = QString::fromUtf8(p.readAllStandardError());
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(p.exitCode(), 1);
+    QVERIFY2(err.contains("recipe_state.pt: File too large (a file size limit)"), qPrintable(err));
+    QCOMPARE(QDir(dir.filePath("out")).entryList({".tmp_*", "epoch_*"}, QDir::Dirs | QDir::Hidden).size(), 0);
+    const QList<QJsonObject> lines = jsonLines(dir.filePath("out/logs/metrics.jsonl"));
+    QVERIFY(!lines.isEmpty());
+    QCOMPARE(lines.last().value("event").toString(), QString("end"));
+    QCOMPARE(lines.last().value("status").toString(), QString("failed"));
+  }
+
   // SIGKILL (no handler runs) while a checkpoint is being written: every checkpoint folder is complete
   // or absent, the newest complete one resumes, and the next save clears what the dead run left.
   void killDuringSaveLeavesALoadableCheckpoint() {
