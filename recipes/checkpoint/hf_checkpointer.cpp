@@ -40,23 +40,6 @@ std::string shard_name(size_t k, size_t n) {
 
 }  // namespace
 
-void write_file_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(path + ": cannot write");
-    out << text;
-    out.flush();
-    if (!out) throw std::runtime_error(path + ": write failed");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp);
-    throw std::runtime_error(path + ": cannot rename the temporary file: " + ec.message());
-  }
-}
-
 std::vector<std::string> resolve_checkpoint_files(const std::string& dir, const std::vector<std::string>& files) {
   if (!fs::is_directory(dir)) throw std::runtime_error("checkpoint_dir " + dir + " is not a folder");
   std::vector<std::string> out = files;

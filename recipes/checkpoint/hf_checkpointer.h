@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/nn/module.h>
 
+#include "checkpoint/atomic_file.h"
 #include "checkpoint/hf_convert.h"
 #include "checkpoint/lazy_state.h"
 #include "models/model_args.h"
@@ -55,8 +56,6 @@ StateDict base_model_state(const torch::nn::Module& model);
 // both shapes and `source`. Parameters that are not base weights (adapters) are left untouched.
 void copy_into_model(torch::nn::Module& model, const StateDict& state, const std::string& source);
 
-// Writes text to path via a temp file + rename (for small JSON files such as manifests).
-void write_file_atomic(const std::string& path, const std::string& text);
 
 struct HFCheckpointerOptions {
   std::optional<std::string> checkpoint_dir;  // nullopt: seeded random weights

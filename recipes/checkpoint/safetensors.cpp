@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "text/json_text.h"
+#include "checkpoint/atomic_file.h"
 #include "config/regular_file.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors I/O assumes a little-endian host");
@@ -238,43 +239,6 @@ std::map<std::string, torch::Tensor> load_safetensors(const std::string& path) {
 namespace {
 
 // A temp file next to the target, renamed over it on commit(); removed if never committed.
-class AtomicFile {
- public:
-  explicit AtomicFile(const std::string& path) : path_(path), tmp_(path + ".tmp-XXXXXX") {
-    fd_ = mkstemp(tmp_.data());
-    if (fd_ < 0) fail(path, "cannot create a temporary file next to it: " + errno_text());
-    fchmod(fd_, 0644);
-  }
-  ~AtomicFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(tmp_.c_str());
-  }
-  void write(const void* data, size_t n) {
-    const char* p = static_cast<const char*>(data);
-    while (n > 0) {
-      const ssize_t w = ::write(fd_, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) fail(path_, "write failed: " + errno_text());
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
-  }
-  void commit() {
-    if (fsync(fd_) != 0) fail(path_, "fsync failed: " + errno_text());
-    if (::close(fd_) != 0) {
-      fd_ = -1;
-      fail(path_, "close failed: " + errno_text());
-    }
-    fd_ = -1;
-    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) fail(path_, "cannot rename the temporary file: " + errno_text());
-    committed_ = true;
-  }
-
- private:
-  std::string path_, tmp_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
 
 }  // namespace
 
@@ -317,19 +281,26 @@ void save_safetensors(const std::string& path, const LazyStateDict& tensors,
   text.append((8 - text.size() % 8) % 8, ' ');
   const uint64_t len = text.size();
 
-  AtomicFile out(path);
-  out.write(&len, 8);
-  out.write(text.data(), text.size());
-  for (const auto& it : items) {
-    // Made here and dropped after writing: one tensor of a lazy state is alive at a time.
-    const torch::Tensor made = it.tensor->make();
-    if (!made.defined()) fail_tensor(path, *it.name, "undefined tensor");
-    if (made.sizes().vec() != it.tensor->shape || made.scalar_type() != it.tensor->dtype)
-      fail_tensor(path, *it.name, "made with another shape or dtype than announced");
-    const torch::Tensor data = made.detach().to(torch::kCPU).contiguous();
-    if (it.bytes > 0) out.write(data.data_ptr(), static_cast<size_t>(it.bytes));
+  // The file's errors (a full disk, a size limit) as this format's errors, naming the file.
+  try {
+    AtomicFile out(path);
+    out.write(&len, 8);
+    out.write(text.data(), text.size());
+    for (const auto& it : items) {
+      // Made here and dropped after writing: one tensor of a lazy state is alive at a time.
+      const torch::Tensor made = it.tensor->make();
+      if (!made.defined()) fail_tensor(path, *it.name, "undefined tensor");
+      if (made.sizes().vec() != it.tensor->shape || made.scalar_type() != it.tensor->dtype)
+        fail_tensor(path, *it.name, "made with another shape or dtype than announced");
+      const torch::Tensor data = made.detach().to(torch::kCPU).contiguous();
+      if (it.bytes > 0) out.write(data.data_ptr(), static_cast<size_t>(it.bytes));
+    }
+    out.commit();
+  } catch (const SafetensorsError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw SafetensorsError(e.what());
   }
-  out.commit();
 }
 
 void save_safetensors(const std::string& path, const std::map<std::string, torch::Tensor>& tensors,

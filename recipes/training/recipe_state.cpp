@@ -1,10 +1,5 @@
 #include "training/recipe_state.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -14,6 +9,7 @@
 #include <torch/serialize/archive.h>
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/atomic_file.h"
 #include "text/json_text.h"
 
 namespace fs = std::filesystem;
@@ -22,46 +18,29 @@ namespace tb::training {
 
 namespace {
 
-// A file written through our own writer and checked: LibTorch's file writer throws from a destructor
-// when the disk fills (ENOSPC) or a size limit is hit (EFBIG), which ends the process. The writer
-// given to LibTorch never fails; the first error is kept and reported once the archive is done.
-class CheckedFile {
+// LibTorch's own file writer throws from a destructor when the disk fills (ENOSPC) or a size limit
+// is hit (EFBIG), which ends the process. Its archive is written through this instead: the writer
+// LibTorch calls never fails; the first error is kept and thrown once the archive is done.
+class DeferredErrorFile {
  public:
-  explicit CheckedFile(std::string path) : path_(std::move(path)) {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) error_ = errno;
-  }
-  ~CheckedFile() {
-    if (fd_ >= 0) ::close(fd_);
-  }
+  explicit DeferredErrorFile(const std::string& path) : file_(path) {}
   size_t write(const void* data, size_t n) {
-    const char* p = static_cast<const char*>(data);
-    for (size_t left = n; left > 0 && error_ == 0;) {
-      const ssize_t w = ::write(fd_, p, left);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) {
-        error_ = w < 0 ? errno : ENOSPC;
-        break;
-      }
-      p += w;
-      left -= static_cast<size_t>(w);
+    if (!error_.empty()) return n;
+    try {
+      file_.write(data, n);
+    } catch (const std::exception& e) {
+      error_ = e.what();
     }
     return n;  // always "written": LibTorch must finish its archive without throwing
   }
-  // fsync and close; throws std::runtime_error naming the file and the system's reason.
   void finish() {
-    if (error_ == 0 && ::fsync(fd_) != 0) error_ = errno;
-    if (fd_ >= 0 && ::close(fd_) != 0 && error_ == 0) error_ = errno;
-    fd_ = -1;
-    if (error_ != 0)
-      throw std::runtime_error("cannot write " + path_ + ": " + std::strerror(error_) +
-                               (error_ == ENOSPC ? " (the disk is full)" : error_ == EFBIG ? " (a file size limit)" : ""));
+    if (!error_.empty()) throw std::runtime_error(error_);
+    file_.commit();
   }
 
  private:
-  std::string path_;
-  int fd_ = -1;
-  int error_ = 0;
+  checkpoint::AtomicFile file_;
+  std::string error_;
 };
 
 }  // namespace
@@ -70,7 +49,7 @@ void save_recipe_state(const std::string& folder, const RecipeState& state, torc
   torch::serialize::OutputArchive archive;
   optimizer.save(archive);
   archive.write("rng_state", at::detail::getDefaultCPUGenerator().get_state());
-  CheckedFile pt((fs::path(folder) / "recipe_state.pt").string());
+  DeferredErrorFile pt((fs::path(folder) / "recipe_state.pt").string());
   archive.save_to([&pt](const void* data, size_t n) { return pt.write(data, n); });
   pt.finish();
   const nlohmann::json counters = {
@@ -80,9 +59,7 @@ void save_recipe_state(const std::string& folder, const RecipeState& state, torc
       {"seed", state.seed},
       {"total_steps", state.total_steps}};
   const std::string counters_text = text::json_text(counters, 2) + "\n";
-  CheckedFile json((fs::path(folder) / "recipe_state.json").string());
-  json.write(counters_text.data(), counters_text.size());
-  json.finish();
+  checkpoint::write_file_atomic((fs::path(folder) / "recipe_state.json").string(), counters_text);
 }
 
 RecipeState read_recipe_counters(const std::string& folder) {

@@ -134,6 +134,8 @@ std::optional<CheckpointInfo> newest_complete_checkpoint(const std::string& outp
 
 std::string find_resume_folder(const std::optional<std::string>& checkpoint_dir, const std::string& output_dir) {
   if (checkpoint_dir && read_manifest(*checkpoint_dir)) return *checkpoint_dir;
+  // A run killed between its two renames left its newest complete checkpoint as .old_<name>_<pid>.
+  if (fs::is_directory(output_dir)) recover_interrupted_saves(output_dir);
   if (auto newest = newest_complete_checkpoint(output_dir)) return newest->path;
   throw std::runtime_error("resume_from_checkpoint is true but " + output_dir +
                            " holds no complete checkpoint (and checkpointer.checkpoint_dir is not one)");

@@ -457,12 +457,25 @@ class TestCli : public QObject {
     const QString err = QString::fromUtf8(p.readAllStandardError());
     QCOMPARE(p.exitStatus(), QProcess::NormalExit);
     QCOMPARE(p.exitCode(), 1);
-    QVERIFY2(err.contains("recipe_state.pt: File too large (a file size limit)"), qPrintable(err));
+    QVERIFY2(err.contains("recipe_state.pt: write failed: File too large (a file size limit)"), qPrintable(err));
     QCOMPARE(QDir(dir.filePath("out")).entryList({".tmp_*", "epoch_*"}, QDir::Dirs | QDir::Hidden).size(), 0);
     const QList<QJsonObject> lines = jsonLines(dir.filePath("out/logs/metrics.jsonl"));
     QVERIFY(!lines.isEmpty());
     QCOMPARE(lines.last().value("event").toString(), QString("end"));
     QCOMPARE(lines.last().value("status").toString(), QString("failed"));
+  }
+
+  // Killed between the two renames that replace a checkpoint: only .old_<name>_<pid> is left. Resume
+  // puts it back and continues from it (it ignored it before: "no complete checkpoint").
+  void resumeRestoresACheckpointMovedAside() {
+    QTemporaryDir dir;
+    QCOMPARE(run(tinyRun(dir.filePath("out"), {"epochs=1"})).code, 0);
+    QVERIFY(QDir(dir.filePath("out")).rename("epoch_0", ".old_epoch_0_999999999"));  // a pid no process has
+    const Result r = run(tinyRun(dir.filePath("out"), {"epochs=2", "resume_from_checkpoint=true"}));
+    QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+    QVERIFY2(r.out.contains("resum"), qPrintable(r.out));
+    QVERIFY(QFileInfo::exists(dir.filePath("out/epoch_0/tunebench_checkpoint.json")));
+    QVERIFY(QFileInfo::exists(dir.filePath("out/epoch_1/tunebench_checkpoint.json")));
   }
 
   // SIGKILL (no handler runs) while a checkpoint is being written: every checkpoint folder is complete

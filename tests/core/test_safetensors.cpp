@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "checkpoint/atomic_file.h"
 #include "checkpoint/safetensors.h"
 
 using namespace tb::checkpoint;
@@ -183,6 +184,25 @@ class TestSafetensors : public QObject {
     }
     QVERIFY(!QFile::exists(dir_.filePath("bad.safetensors")));
     QCOMPARE(live, 0);
+  }
+
+  // The one atomic-write helper: each writer has its own temporary (write_file_atomic used a fixed
+  // ".tmp" name, so two writers of one file wrote into each other), the last commit wins, nothing is left.
+  void atomicFilesForOnePathDoNotShareATemporary() {
+    const auto path = file("shared.json");
+    {
+      tb::checkpoint::AtomicFile a(path), b(path);
+      a.write("first", 5);
+      b.write("second", 6);
+      a.commit();
+      QCOMPARE(read_all(path), std::string("first"));
+      b.commit();
+      QCOMPARE(read_all(path), std::string("second"));
+      tb::checkpoint::AtomicFile abandoned(path);
+      abandoned.write("never", 5);
+    }
+    QCOMPARE(read_all(path), std::string("second"));
+    QCOMPARE(QDir(dir_.path()).entryList({"shared.json.tmp*"}, QDir::Files).size(), 0);
   }
 
   void refusesMalformedFiles_data() {
