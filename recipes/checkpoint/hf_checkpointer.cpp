@@ -102,26 +102,6 @@ StateDict load_model_state(const std::string& dir, const std::vector<std::string
   }
 }
 
-namespace {
-
-// tune_to_hf for a lazy state: names now, the rotary permutation when each tensor is made.
-LazyStateDict lazy_tune_to_hf(const LazyStateDict& ours, const models::ModelArgs& args) {
-  LazyStateDict out;
-  for (const auto& [name, t] : ours) {
-    const auto hf = tune_to_hf_name(name, args.sandwich_norms);
-    if (!hf)
-      throw std::runtime_error("'" + name + "' is not a base weight of a " + models::family_name(args.family) +
-                               " model");
-    if (*hf == "lm_head.weight" && args.tie_word_embeddings) continue;
-    out[*hf] = {t.shape, t.dtype, [t, name = name, args] {
-                  return to_rotary_layout(strip_compiled_prefix(name), name, t.make(), args, /*to_interleaved=*/false);
-                }};
-  }
-  return out;
-}
-
-}  // namespace
-
 void save_model_state(const std::string& folder, const StateDict& state, const nlohmann::json& hf_config,
                       uint64_t max_shard_bytes) {
   save_model_state(folder, lazy(state), hf_config, max_shard_bytes);
@@ -130,7 +110,7 @@ void save_model_state(const std::string& folder, const StateDict& state, const n
 void save_model_state(const std::string& folder, const LazyStateDict& state, const nlohmann::json& hf_config,
                       uint64_t max_shard_bytes) {
   const auto args = model_args_from_hf_config(hf_config, folder + "/config.json");
-  const LazyStateDict hf = lazy_tune_to_hf(state, args);
+  const LazyStateDict hf = tune_to_hf(state, args);
   std::vector<std::string> keys;
   for (const auto& kv : hf) keys.push_back(kv.first);
   std::sort(keys.begin(), keys.end(), natural_key_less);

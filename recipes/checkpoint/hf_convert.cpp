@@ -157,17 +157,23 @@ StateDict hf_to_tune(const StateDict& hf, const models::ModelArgs& args) {
   return out;
 }
 
-StateDict tune_to_hf(const StateDict& ours, const models::ModelArgs& args) {
-  StateDict out;
+LazyStateDict tune_to_hf(const LazyStateDict& ours, const models::ModelArgs& args) {
+  LazyStateDict out;
   for (const auto& [name, t] : ours) {
     const auto hf = tune_to_hf_name(name, args.sandwich_norms);
     if (!hf)
       throw std::runtime_error("'" + name + "' is not a base weight of a " + models::family_name(args.family) +
                                " model");
     if (*hf == "lm_head.weight" && args.tie_word_embeddings) continue;
-    out[*hf] = to_rotary_layout(strip_compiled_prefix(name), name, t, args, /*to_interleaved=*/false);
+    out[*hf] = {t.shape, t.dtype, [t, name = name, args] {
+                  return to_rotary_layout(strip_compiled_prefix(name), name, t.make(), args, /*to_interleaved=*/false);
+                }};
   }
   return out;
+}
+
+StateDict tune_to_hf(const StateDict& ours, const models::ModelArgs& args) {
+  return materialize(tune_to_hf(lazy(ours), args));
 }
 
 bool natural_key_less(const std::string& a, const std::string& b) {

@@ -21,6 +21,7 @@
 
 #include <torch/types.h>
 
+#include "checkpoint/lazy_state.h"
 #include "models/model_args.h"
 
 namespace tb::checkpoint {
@@ -48,6 +49,8 @@ torch::Tensor to_rotary_layout(const std::string& ours, const std::string& shown
 StateDict hf_to_tune(const StateDict& hf, const models::ModelArgs& args);
 // Throws for a name that is not a base weight. Tied models carry no lm_head.
 StateDict tune_to_hf(const StateDict& ours, const models::ModelArgs& args);
+// The same with names now and each permutation when its tensor is made (checkpoint/lazy_state.h).
+LazyStateDict tune_to_hf(const LazyStateDict& ours, const models::ModelArgs& args);
 
 // A dtype's Hugging Face torch_dtype name: "float32", "bfloat16", "float16" (throws for other types).
 std::string hf_torch_dtype_name(torch::ScalarType dtype);

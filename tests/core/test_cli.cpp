@@ -249,6 +249,22 @@ class TestCli : public QObject {
            extra;
   }
 
+  // Starts the tiny run with a near-endless epoch into `out` and waits for its first logged step.
+  bool startLongRun(QProcess& p, const QString& out) {
+    p.start(cli_, tinyRun(out, {"dataset.num_samples=1000000", "max_steps_per_epoch=null"}));
+    if (!p.waitForStarted()) return false;
+    QElapsedTimer timer;
+    timer.start();
+    auto has_step = [&] {
+      for (const QJsonObject& o : jsonLines(out + "/logs/metrics.jsonl"))
+        if (o.contains("step") && !o.contains("event")) return true;
+      return false;
+    };
+    while (!has_step() && timer.elapsed() < 60000 && p.state() == QProcess::Running) QTest::qWait(50);
+    if (p.state() != QProcess::Running) qWarning("%s", p.readAllStandardError().constData());
+    return p.state() == QProcess::Running && has_step();
+  }
+
   static QList<QJsonObject> jsonLines(const QString& path) {
     QFile f(path);
     QList<QJsonObject> out;
@@ -396,19 +412,8 @@ class TestCli : public QObject {
     QVERIFY2(tb::find_recipe("full_finetune_single_device"), "full_finetune_single_device is not built in");
     QTemporaryDir dir;
     QProcess p;
-    p.start(cli_, tinyRun(dir.filePath("out"), {"dataset.num_samples=1000000", "max_steps_per_epoch=null"}));
-    QVERIFY(p.waitForStarted());
+    QVERIFY(startLongRun(p, dir.filePath("out")));
     const QString log = dir.filePath("out/logs/metrics.jsonl");
-    QElapsedTimer timer;
-    timer.start();
-    auto has_step = [&] {
-      for (const QJsonObject& o : jsonLines(log))
-        if (o.contains("step") && !o.contains("event")) return true;
-      return false;
-    };
-    while (!has_step() && timer.elapsed() < 60000 && p.state() == QProcess::Running) QTest::qWait(50);
-    QVERIFY2(p.state() == QProcess::Running, qPrintable(QString::fromUtf8(p.readAllStandardError())));
-    QVERIFY(has_step());
     ::kill(static_cast<pid_t>(p.processId()), signal);
     QVERIFY(p.waitForFinished(120000));
     QCOMPARE(p.exitStatus(), QProcess::NormalExit);
@@ -423,12 +428,8 @@ class TestCli : public QObject {
   void secondRunIntoABusyOutputDirIsRefused() {
     QTemporaryDir dir;
     QProcess first;
-    first.start(cli_, tinyRun(dir.filePath("out"), {"dataset.num_samples=1000000", "max_steps_per_epoch=null"}));
-    QVERIFY(first.waitForStarted());
+    QVERIFY(startLongRun(first, dir.filePath("out")));
     const QString log = dir.filePath("out/logs/metrics.jsonl");
-    QElapsedTimer timer;
-    timer.start();
-    while (jsonLines(log).isEmpty() && timer.elapsed() < 60000 && first.state() == QProcess::Running) QTest::qWait(50);
     const Result second = run(tinyRun(dir.filePath("out")));
     expectOneLineError(second, "output_dir " + dir.filePath("out") + " is in use by another run (pid " +
                                    QString::number(first.processId()) + ")");
