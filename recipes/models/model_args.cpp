@@ -1,6 +1,7 @@
 #include "models/model_args.h"
 
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 #include <stdexcept>
 
@@ -60,6 +61,20 @@ double ModelArgs::attention_scale() const {
   return 1.0 / std::sqrt(query_pre_attn_scalar > 0 ? query_pre_attn_scalar : static_cast<double>(head_dim()));
 }
 
+namespace {
+
+constexpr long double kMaxParameters = 1e13L;  // 10 trillion: far past any model built here
+
+// An upper estimate of parameter_count() that cannot overflow, for the check before building.
+long double approximate_parameter_count(const ModelArgs& a) {
+  const long double d = a.embed_dim, heads = a.num_heads + 2.0L * a.num_kv_heads;
+  const long double hd = a.explicit_head_dim > 0 ? a.explicit_head_dim : d / a.num_heads;
+  const long double per_layer = 2.0L * d * heads * hd + 3.0L * d * a.intermediate_dim + 4.0L * d;
+  return static_cast<long double>(a.vocab_size) * d * 2.0L + static_cast<long double>(a.num_layers) * per_layer;
+}
+
+}  // namespace
+
 void ModelArgs::validate() const {
   auto fail = [](const std::string& what) { throw std::invalid_argument("model arguments: " + what); };
   auto positive = [&](int64_t v, const char* name) {
@@ -105,7 +120,19 @@ void ModelArgs::validate() const {
   if (!sliding_layers.empty() && static_cast<int64_t>(sliding_layers.size()) != num_layers)
     fail("the sliding/full layer pattern names " + std::to_string(sliding_layers.size()) + " layers, the model has " +
          std::to_string(num_layers));
+  // Sizes that multiply past any model (a typo in config.json: hidden_size 1e12, 1e9 layers) are refused
+  // here, counted in long double so the count itself cannot overflow, before anything is allocated.
+  const long double count = approximate_parameter_count(*this);
+  if (count > kMaxParameters)
+    fail("these sizes make a model of about " + [&] {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.3Lg", count);
+      return std::string(text);
+    }() + " parameters (num_layers " + std::to_string(num_layers) + ", embed_dim " + std::to_string(embed_dim) +
+         ", intermediate_dim " + std::to_string(intermediate_dim) + ", vocab_size " + std::to_string(vocab_size) +
+         "); no model is that large: is the config right?");
 }
+
 
 int64_t ModelArgs::parameter_count() const {
   const int64_t q_dim = num_heads * head_dim(), kv_dim = num_kv_heads * head_dim();

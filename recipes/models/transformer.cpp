@@ -1,7 +1,10 @@
 #include "models/transformer.h"
 
+#include <unistd.h>
+
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <cstdio>
 #include <regex>
 #include <stdexcept>
 #include <unordered_set>
@@ -231,6 +234,17 @@ void TransformerDecoderImpl::teardown_caches() {
 
 TransformerDecoder build_decoder(const ModelArgs& args, const LinearFactory& factory) {
   args.validate();
+  // Larger than this machine's memory, the build would run until the system kills the process.
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  const double needed = double(args.parameter_count()) * double(c10::elementSize(BuildDtype::current())) / gib;
+  const double memory = pages > 0 && page_size > 0 ? double(pages) * double(page_size) / gib : 0.0;
+  if (memory > 0 && needed > memory) {
+    char text[160];
+    std::snprintf(text, sizeof text, "%.1f GiB of %s weights, more than this machine's %.1f GiB of memory", needed,
+                  c10::toString(BuildDtype::current()), memory);
+    throw std::runtime_error("the model has " + std::to_string(args.parameter_count()) + " parameters: " + text);
+  }
   return TransformerDecoder(args, factory);
 }
 

@@ -217,6 +217,36 @@ class TestModelDecoder : public QObject {
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, model->forward(torch::zeros({1, 33}, torch::kLong)));
   }
 
+  // Sizes from a wrong config.json: refused before anything is allocated, with the numbers (a billion
+  // layers were built until memory ran out; hidden_size 1e12 ended in std::bad_alloc).
+  void absurdSizesAreRefusedBeforeBuilding_data() {
+    QTest::addColumn<qlonglong>("layers");
+    QTest::addColumn<qlonglong>("dim");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("ten million layers") << qlonglong(10'000'000) << qlonglong(64) << "more than this machine's";
+    QTest::newRow("a billion layers") << qlonglong(1'000'000'000) << qlonglong(64)
+                                      << "these sizes make a model of about 4.12e+13 parameters";
+    QTest::newRow("hidden_size 1e12") << qlonglong(2) << qlonglong(1'000'000'000'000) << "no model is that large";
+  }
+  void absurdSizesAreRefusedBeforeBuilding() {
+    QFETCH(qlonglong, layers);
+    QFETCH(qlonglong, dim);
+    QFETCH(QString, expected);
+    ModelArgs a = small_args();
+    a.num_layers = layers;
+    a.embed_dim = dim;
+    a.explicit_head_dim = 16;
+    QElapsedTimer timer;
+    timer.start();
+    try {
+      build_decoder(a);
+      QFAIL("built");
+    } catch (const std::exception& e) {
+      QVERIFY2(QString(e.what()).contains(expected), e.what());
+    }
+    QVERIFY(timer.elapsed() < 5000);
+  }
+
   void loraDecoderEqualsThePlainOneAtInitialisation() {
     LoraSettings s;
     s.lora_attn_modules = {"q_proj", "v_proj"};
