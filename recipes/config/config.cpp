@@ -223,7 +223,7 @@ LoadResult load_file(const std::string& name_or_path, const LoadOptions& options
   LoadResult result;
   std::string path = find_config(name_or_path);
   if (path.empty()) {
-    if (const auto what = not_a_regular_file(name_or_path)) {  // e.g. a FIFO: not a missing config
+    if (const auto what = not_a_regular_file(name_or_path)) {  // e.g. a FIFO, which find_config skips
       result.diagnostics.push_back({name_or_path, 0, 0, "", *what});
       return result;
     }
@@ -234,11 +234,7 @@ LoadResult load_file(const std::string& name_or_path, const LoadOptions& options
                                       " (see 'tunebench-cli ls')"});
     return result;
   }
-  if (const auto what = not_a_regular_file(path)) {
-    result.diagnostics.push_back({path, 0, 0, "", *what});
-    return result;
-  }
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary);  // find_config returns regular files only
   std::stringstream text;
   text << in.rdbuf();
   if (!in.good() && !in.eof()) {
