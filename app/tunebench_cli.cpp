@@ -21,6 +21,7 @@
 #include "config/schema.h"
 #include "config/suggest.h"
 #include "data/open_tokenizer.h"
+#include "export/gguf_export.h"
 #include "inference/data_preview.h"
 #include "inference/evaluate.h"
 #include "inference/generate.h"
@@ -257,6 +258,50 @@ int cmd_generate(const std::string& config, const std::vector<std::string>& over
   return kOk;
 }
 
+// ---- export --------------------------------------------------------------------------------------------
+
+// Progress on stderr (a line per tenth off a terminal); the last line of stdout is the JSON result.
+int cmd_export_gguf(const std::string& config, const std::vector<std::string>& overrides,
+                    const tb::exporting::GgufExportOptions& options) {
+  auto cfg = load(config, overrides, tb::config::kInferenceVerbs, true);
+  if (!cfg) return kUserError;
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  try {
+    size_t last_tenth = 0;
+    const auto result = tb::exporting::export_gguf(*cfg, options, [&](size_t done, size_t total, uint64_t bytes) {
+      const size_t tenth = total ? done * 10 / total : 10;
+      const std::string line = "export: " + std::to_string(done) + "/" + std::to_string(total) + " tensors, " +
+                               std::to_string(bytes >> 20) + " MiB";
+      if (tty) {
+        std::cerr << "\r" << line << std::flush;
+      } else if (tenth != last_tenth) {
+        std::cerr << line << "\n";
+      }
+      last_tenth = tenth;
+    });
+    if (tty) std::cerr << "\n";
+    std::cerr << "export: " << result.weights << "\n";
+    for (const auto& w : result.warnings) std::cerr << "export: warning: " << w << "\n";
+    nlohmann::json types = nlohmann::json::object();
+    for (const auto& [type, n] : result.tensors_by_type) types[type] = n;
+    const double per_param = result.parameters ? static_cast<double>(result.bytes) / static_cast<double>(result.parameters) : 0;
+    const nlohmann::json line = {{"path", result.path},
+                                 {"type", options.type},
+                                 {"architecture", result.architecture},
+                                 {"bytes", result.bytes},
+                                 {"parameters", result.parameters},
+                                 {"bytes_per_parameter", per_param},
+                                 {"tensor_types", types},
+                                 {"merged_lora", result.merged_lora},
+                                 {"chat_template", result.chat_template},
+                                 {"seconds", result.seconds}};
+    std::cout << tb::text::json_text(line) << "\n";
+  } catch (const std::exception& e) {
+    return fail(std::string("export gguf: ") + e.what());
+  }
+  return kOk;
+}
+
 // ---- tokenize and data preview ----------------------------------------------------------------------------
 
 struct TokenizeArgs {
@@ -422,6 +467,7 @@ struct Args {
   tb::bench::StepBenchOptions bench;
   tb::bench::TokenizeBenchOptions tokenize;
   TokenizeArgs tokenize_lines;
+  tb::exporting::GgufExportOptions gguf;
   size_t preview_samples = 3;
   bool json = false;
 };
@@ -519,6 +565,16 @@ int run_cli(int argc, char** argv) {
   bench_tokenize->add_option("--threads", a.tokenize.threads, "encode that many parts at once")->capture_default_str();
   bench_tokenize->add_option("--runs", a.tokenize.runs, "timed runs after a warm-up")->capture_default_str();
 
+  CLI::App* export_cmd = app.add_subcommand("export", "take a model out of Tunebench");
+  export_cmd->require_subcommand(1);
+  CLI::App* export_gguf = export_cmd->add_subcommand(
+      "gguf", "the config's model, weights (a LoRA merged) and tokenizer as one GGUF file for llama.cpp, Ollama, LM Studio");
+  export_gguf->add_option("--config", a.config, "bundled config name or YAML file")->required();
+  export_gguf->add_option("--output", a.gguf.output, "the .gguf file to write")->required();
+  export_gguf->add_option("--type", a.gguf.type, "f32, f16, bf16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k")->capture_default_str();
+  export_gguf->add_option("--name", a.gguf.name, "general.name (default: the checkpoint folder's name)");
+  add_overrides(export_gguf, a);
+
   // CLI11 would only say "a subcommand is required" for a misspelled command.
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> commands;
@@ -551,6 +607,7 @@ int run_cli(int argc, char** argv) {
   if (*bench_step) return cmd_bench_step(a.config, a.overrides, a.recipe, a.bench, a.progress_lines);
   if (*bench_compile) return cmd_bench_compile(a.config, a.overrides, a.bench);
   if (*bench_tokenize) return cmd_bench_tokenize(a.tokenize);
+  if (*export_gguf) return cmd_export_gguf(a.config, a.overrides, a.gguf);
   return fail("no command given (see --help)");
 }
 

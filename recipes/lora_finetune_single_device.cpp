@@ -13,6 +13,7 @@
 #include "config/schema.h"
 #include "models/build_dtype.h"
 #include "peft/adapter.h"
+#include "peft/adapter_folder.h"
 #include "peft/lora_linear.h"
 #include "peft/qlora.h"
 #include "recipe.h"
@@ -130,16 +131,9 @@ class LoRAFinetuneRecipeSingleDevice {
     return dir;
   }
 
-  // checkpointer.adapter_checkpoint: a PEFT adapter folder (or its adapter_model.safetensors),
-  // relative to checkpoint_dir as in torchtune; empty when not set.
   std::string adapter_checkpoint_dir() const {
     const auto& opt = checkpointer_->options();
-    if (!opt.adapter_checkpoint || opt.adapter_checkpoint->empty()) return {};
-    std::filesystem::path p(*opt.adapter_checkpoint);
-    if (p.is_relative() && opt.checkpoint_dir && !std::filesystem::exists(p))
-      p = std::filesystem::path(*opt.checkpoint_dir) / p;
-    if (p.extension() == ".safetensors") p = p.parent_path();
-    return p.string();
+    return peft::adapter_folder(opt.adapter_checkpoint, opt.checkpoint_dir);
   }
 
   const config::Config& cfg_;

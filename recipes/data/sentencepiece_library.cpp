@@ -77,6 +77,7 @@ SentencePieceLibrary open_library() {
     resolve(handle, "tb_spm_pad_id", lib.pad_id, path);
     resolve(handle, "tb_spm_unk_id", lib.unk_id, path);
     resolve(handle, "tb_spm_is_control", lib.is_control, path);
+    resolve(handle, "tb_spm_piece_info", lib.piece_info, path);
     resolve(handle, "tb_spm_free_buffer", lib.free_buffer, path);
     return lib;
   }

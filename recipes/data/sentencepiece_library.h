@@ -32,6 +32,7 @@ struct SentencePieceLibrary {
   decltype(&tb_spm_pad_id) pad_id = nullptr;
   decltype(&tb_spm_unk_id) unk_id = nullptr;
   decltype(&tb_spm_is_control) is_control = nullptr;
+  decltype(&tb_spm_piece_info) piece_info = nullptr;
   decltype(&tb_spm_free_buffer) free_buffer = nullptr;
 
   // Opens the shim on first use (thread-safe). Search order: $TUNEBENCH_SPM_LIB, then

@@ -140,4 +140,14 @@ bool SentencePieceTokenizer::is_control(int64_t id) const {
   return id >= 0 && id < vocab_size_ && SentencePieceLibrary::get().is_control(model_, static_cast<int32_t>(id));
 }
 
+std::pair<float, int32_t> SentencePieceTokenizer::piece_score_and_type(int64_t id) const {
+  float score = 0;
+  int32_t type = 0;
+  if (id < 0 || id >= vocab_size_ ||
+      SentencePieceLibrary::get().piece_info(model_, static_cast<int32_t>(id), &score, &type) != 0)
+    throw std::out_of_range("token id " + std::to_string(id) + " is outside the vocabulary of " +
+                            std::to_string(vocab_size_));
+  return {score, type};
+}
+
 }  // namespace tb::data

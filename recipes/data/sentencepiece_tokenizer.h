@@ -54,6 +54,9 @@ class SentencePieceTokenizer : public Tokenizer {
   std::string id_to_piece(int64_t id) const;  // throws std::out_of_range outside the vocabulary
   int64_t piece_to_id(const std::string& piece) const;  // unk_id() when absent
   bool is_control(int64_t id) const;
+  // The piece's score and ModelProto type (1 normal, 2 unknown, 3 control, 5 unused, 6 byte), as a GGUF
+  // vocabulary records them. Throws std::out_of_range outside the vocabulary.
+  std::pair<float, int32_t> piece_score_and_type(int64_t id) const;
 
  private:
   explicit SentencePieceTokenizer(tb_spm_model* model, const SentencePieceOptions& options);

@@ -183,6 +183,14 @@ TB_SPM_EXPORT int tb_spm_is_control(const tb_spm_model* model, int32_t id) {
   return model->processor.IsControl(id) ? 1 : 0;
 }
 
+TB_SPM_EXPORT int tb_spm_piece_info(const tb_spm_model* model, int32_t id, float* score, int32_t* type) {
+  if (!model || id < 0 || id >= model->processor.GetPieceSize()) return 1;
+  const auto& p = model->processor;
+  if (score) *score = p.GetScore(id);
+  if (type) *type = p.IsUnknown(id) ? 2 : p.IsControl(id) ? 3 : p.IsUnused(id) ? 5 : p.IsByte(id) ? 6 : 1;
+  return 0;
+}
+
 TB_SPM_EXPORT void tb_spm_free_buffer(void* buffer) { std::free(buffer); }
 
 }  // extern "C"

@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define TB_SPM_ABI_VERSION 2
+#define TB_SPM_ABI_VERSION 3
 
 typedef struct tb_spm_model tb_spm_model;
 
@@ -48,6 +48,10 @@ int32_t tb_spm_pad_id(const tb_spm_model* model);
 int32_t tb_spm_unk_id(const tb_spm_model* model);
 // 1 when the id is a control symbol (BOS, EOS, PAD, user-defined controls), else 0.
 int tb_spm_is_control(const tb_spm_model* model, int32_t id);
+// The score of an id and its type as SentencePiece's ModelProto numbers them (1 normal, 2 unknown,
+// 3 control, 5 unused, 6 byte; user-defined pieces read as normal: the processor does not tell them).
+// 0 on success, non-zero when out of range.
+int tb_spm_piece_info(const tb_spm_model* model, int32_t id, float* score, int32_t* type);
 
 void tb_spm_free_buffer(void* buffer);
 

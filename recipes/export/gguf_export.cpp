@@ -1,0 +1,182 @@
+#include "export/gguf_export.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <stdexcept>
+
+#include <torch/torch.h>
+
+#include "checkpoint/gguf_file.h"
+#include "checkpoint/hf_checkpointer.h"
+#include "checkpoint/hf_convert.h"
+#include "components/builtin.h"
+#include "config/registry.h"
+#include "export/gguf_layout.h"
+#include "export/gguf_vocab.h"
+#include "inference/loaded_model.h"
+#include "models/layers.h"
+#include "peft/adapter.h"
+#include "peft/adapter_folder.h"
+#include "peft/lora_linear.h"
+#include "peft/qlora.h"
+
+namespace tb::exporting {
+
+namespace {
+
+// The model's weights under our names: its base weights, with the LoRA adapters (loaded from
+// checkpointer.adapter_checkpoint when set) merged in.
+checkpoint::LazyStateDict merged_weights(inference::LoadedModel& loaded, const checkpoint::HFCheckpointerOptions& opt,
+                                         bool& merged) {
+  auto& model = *loaded.model;
+  const std::string adapter_dir = peft::adapter_folder(opt.adapter_checkpoint, opt.checkpoint_dir);
+  if (!adapter_dir.empty()) peft::load_adapter_into(model, peft::load_peft_adapter(adapter_dir, model.args()), adapter_dir);
+  auto base = peft::lazy_base_weights(model, loaded.dtype);
+  const auto loras = peft::lora_modules(model);
+  merged = !loras.empty();
+  if (!merged) return base;
+  return peft::merge_lora(base, peft::adapter_state_dict(model), loras.front().second->alpha(),
+                          loras.front().second->rank());
+}
+
+// llama.cpp's "llama" architecture turns pairs (x[2i], x[2i+1]) of a head, as Meta's checkpoints (and
+// ours) lay out q and k; Hugging Face's rows are moved back, as llama.cpp's converter moves them.
+torch::Tensor to_llama_cpp_layout(const std::string& gguf_name, torch::Tensor t, const models::ModelArgs& args,
+                                  const std::string& arch) {
+  if (arch != "llama") return t;
+  const auto ends = [&](const std::string& tail) {
+    return gguf_name.size() > tail.size() && gguf_name.compare(gguf_name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  if (ends(".attn_q.weight") || ends(".attn_q.bias"))
+    return checkpoint::permute_hf_to_interleaved(t, args.num_heads, args.rotary_dim());
+  if (ends(".attn_k.weight") || ends(".attn_k.bias"))
+    return checkpoint::permute_hf_to_interleaved(t, args.num_kv_heads, args.rotary_dim());
+  return t;
+}
+
+std::vector<uint8_t> encode_rows(const torch::Tensor& t, quant::GgmlType type) {
+  const torch::Tensor f = t.to(torch::kFloat).contiguous();
+  const int64_t cols = f.dim() == 0 ? 1 : f.size(-1);
+  const int64_t rows = cols == 0 ? 0 : f.numel() / cols;
+  std::vector<uint8_t> out;
+  out.reserve(static_cast<size_t>(rows * quant::ggml_row_bytes(type, cols)));
+  const float* p = f.data_ptr<float>();
+  for (int64_t r = 0; r < rows; ++r) quant::quantize_row(type, p + r * cols, cols, out);
+  return out;
+}
+
+// Llama 3.1's rotary scaling as llama.cpp takes it: a tensor of one divisor per frequency.
+std::vector<float> llama3_rope_factors(const models::ModelArgs& args) {
+  const auto plain = models::rope_inverse_frequencies(args.rotary_dim(), args.rope_base, std::nullopt);
+  const auto scaled = models::rope_inverse_frequencies(args.rotary_dim(), args.rope_base, args.rope_scaling);
+  std::vector<float> factors(plain.size());
+  for (size_t i = 0; i < plain.size(); ++i) factors[i] = static_cast<float>(plain[i] / scaled[i]);
+  return factors;
+}
+
+void add_architecture_metadata(checkpoint::GgufMetadata& kv, const std::string& arch, const models::ModelArgs& a) {
+  const auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
+  kv.set_u32(arch + ".vocab_size", u32(a.vocab_size));
+  kv.set_u32(arch + ".context_length", u32(a.max_seq_len));
+  kv.set_u32(arch + ".embedding_length", u32(a.embed_dim));
+  kv.set_u32(arch + ".block_count", u32(a.num_layers));
+  kv.set_u32(arch + ".feed_forward_length", u32(a.intermediate_dim));
+  kv.set_u32(arch + ".rope.dimension_count", u32(a.rotary_dim()));
+  kv.set_u32(arch + ".attention.head_count", u32(a.num_heads));
+  kv.set_u32(arch + ".attention.head_count_kv", u32(a.num_kv_heads));
+  if (a.head_dim() * a.num_heads != a.embed_dim) {
+    kv.set_u32(arch + ".attention.key_length", u32(a.head_dim()));
+    kv.set_u32(arch + ".attention.value_length", u32(a.head_dim()));
+  }
+  kv.set_f32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(a.norm_eps));
+  kv.set_f32(arch + ".rope.freq_base", static_cast<float>(a.rope_base));
+  if (a.rope_scaling && a.rope_scaling->type != models::RopeType::llama3)
+    throw std::invalid_argument("export gguf: this model's rotary scaling is not exported yet (llama3's is)");
+}
+
+// Sort key: the embedding first, then the layers in order, then the final norm and the output.
+std::pair<int, std::string> tensor_order(const std::string& name) {
+  if (name == "token_embd.weight" || name == "rope_freqs.weight") return {0, name};
+  if (name.rfind("blk.", 0) == 0) return {1, name};
+  return {2, name};
+}
+
+}  // namespace
+
+GgufExportResult export_gguf(const config::Config& cfg, const GgufExportOptions& options,
+                             const GgufExportProgress& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  if (options.output.empty()) throw std::invalid_argument("export gguf: no output file given");
+  const FileType& ftype = file_type(options.type);
+
+  GgufExportResult result;
+  result.path = options.output;
+  inference::LoadedModel loaded = inference::load_model(cfg);
+  const models::ModelArgs& args = loaded.model->args();
+  result.architecture = gguf_architecture(args.family);
+  result.weights = loaded.weights;
+  result.warnings = loaded.warnings;
+  const auto checkpointer = components::builtin().build<std::shared_ptr<checkpoint::FullModelHFCheckpointer>>(
+      cfg.at("checkpointer"));
+  const auto& ck = checkpointer->options();
+  const checkpoint::LazyStateDict hf =
+      checkpoint::tune_to_hf(merged_weights(loaded, ck, result.merged_lora), args);
+
+  checkpoint::GgufMetadata kv;
+  const std::string& arch = result.architecture;
+  kv.set_string("general.architecture", arch);
+  std::string name = options.name;
+  if (name.empty() && ck.checkpoint_dir) name = std::filesystem::path(*ck.checkpoint_dir).lexically_normal().filename().string();
+  if (name.empty()) name = "tunebench-model";
+  kv.set_string("general.name", name);
+  add_architecture_metadata(kv, arch, args);
+  kv.set_u32("general.file_type", ftype.llama_ftype);
+  kv.set_u32("general.quantization_version", 2);
+  add_tokenizer_metadata(kv, *loaded.tokenizer, args.vocab_size);
+  if (const auto chat = find_chat_template(*loaded.tokenizer, ck.checkpoint_dir)) {
+    kv.set_string("tokenizer.chat_template", *chat);
+    result.chat_template = true;
+  }
+
+  TensorTypeContext context;
+  context.num_layers = args.num_layers;
+  context.has_output = hf.count("lm_head.weight") > 0;
+  std::vector<checkpoint::GgufTensor> tensors;
+  const auto add = [&](const std::string& gguf_name, std::vector<int64_t> shape, std::function<torch::Tensor()> make) {
+    checkpoint::GgufTensor t;
+    t.name = gguf_name;
+    for (auto it = shape.rbegin(); it != shape.rend(); ++it) t.ne.push_back(static_cast<uint64_t>(*it));
+    t.type = gguf_tensor_type(gguf_name, t.ne, ftype, context);
+    t.data = [make, type = t.type] { return encode_rows(make(), type); };
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    result.parameters += n;
+    ++result.tensors_by_type[quant::ggml_type_name(t.type)];
+    tensors.push_back(std::move(t));
+  };
+  for (const auto& [hf_name, lazy] : hf) {
+    const auto gguf_name = gguf_tensor_name(hf_name, args);
+    if (!gguf_name) throw std::runtime_error("export gguf: no llama.cpp tensor for " + hf_name);
+    add(*gguf_name, lazy.shape, [make = lazy.make, n = *gguf_name, &args, arch] {
+      return to_llama_cpp_layout(n, make(), args, arch);
+    });
+  }
+  if (args.rope_scaling && args.rope_scaling->type == models::RopeType::llama3) {
+    const auto factors = llama3_rope_factors(args);
+    add("rope_freqs.weight", {static_cast<int64_t>(factors.size())},
+        [factors] { return torch::tensor(std::vector<float>(factors)); });
+  }
+  std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) {
+    const auto ka = tensor_order(a.name), kb = tensor_order(b.name);
+    if (ka.first != kb.first) return ka.first < kb.first;
+    return checkpoint::natural_key_less(ka.second, kb.second);
+  });
+
+  torch::NoGradGuard no_grad;
+  result.bytes = checkpoint::write_gguf(options.output, kv, tensors, progress);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace tb::exporting

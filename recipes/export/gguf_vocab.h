@@ -1,0 +1,24 @@
+// A tokenizer as GGUF metadata (tokenizer.ggml.*), the way llama.cpp's converter records it, so that
+// llama.cpp splits text into the same ids we train on:
+//   SentencePiece (Llama 2, Mistral): model "llama", every piece with its score and type (normal,
+//   unknown, control, unused, byte), BOS/EOS/UNK ids, add_bos_token, add_space_prefix (the dummy prefix).
+// A model vocabulary larger than the tokenizer's is padded with "[PAD<n>]" entries of type unused, as
+// the converter pads it.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "checkpoint/gguf_file.h"
+#include "data/tokenizer.h"
+
+namespace tb::exporting {
+
+// Throws std::invalid_argument for a tokenizer kind we do not export yet.
+void add_tokenizer_metadata(checkpoint::GgufMetadata& kv, const data::Tokenizer& tokenizer, int64_t model_vocab_size);
+
+// The chat template to record (tokenizer.chat_template): the tokenizer's own (a model folder's
+// tokenizer_config.json), else the one in `checkpoint_dir`; nullopt when there is none.
+std::optional<std::string> find_chat_template(const data::Tokenizer& tokenizer, const std::optional<std::string>& checkpoint_dir);
+
+}  // namespace tb::exporting
