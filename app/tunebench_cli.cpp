@@ -263,7 +263,8 @@ int cmd_generate(const std::string& config, const std::vector<std::string>& over
 // Progress on stderr (a line per tenth off a terminal); the last line of stdout is the JSON result.
 int cmd_export_gguf(const std::string& config, const std::vector<std::string>& overrides,
                     const tb::exporting::GgufExportOptions& options) {
-  auto cfg = load(config, overrides, tb::config::kInferenceVerbs, true);
+  // A training config exports as it is: its keys are checked against the recipe it names.
+  auto cfg = load(config, overrides, "", true);
   if (!cfg) return kUserError;
   const bool tty = isatty(STDERR_FILENO) != 0;
   try {
