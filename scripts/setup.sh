@@ -69,6 +69,20 @@ ensure_tokenizers_reference() {
   fi
 }
 
+# The GGUF export tests load our files in llama.cpp itself: node-llama-cpp's prebuilt CPU build (pinned in
+# tests/reference/llama_cpp/package-lock.json; Node.js 20 or later). Only the linux-x64 binaries are
+# fetched (--omit=optional skips the CUDA, Vulkan and other platforms' builds), and no install script runs
+# (it would build llama.cpp from source when the prebuilt one does not load; the tests report that instead).
+# `npm install` with the lock rather than `npm ci`: npm leaves other platforms' optional packages out of
+# the lock it writes, and `npm ci` then refuses the lock as out of sync.
+ensure_llama_cpp_reference() {
+  command -v node >/dev/null 2>&1 || install_missing nodejs npm
+  if [ ! -f tests/reference/llama_cpp/node_modules/node-llama-cpp/package.json ]; then
+    step "installing the llama.cpp reference (npm install in tests/reference/llama_cpp)"
+    (cd tests/reference/llama_cpp && npm install --no-audit --no-fund --no-save --omit=optional --ignore-scripts)
+  fi
+}
+
 build() {
   if [ ! -f build/CMakeCache.txt ]; then
     step "configuring build/ (Release)"
@@ -85,7 +99,7 @@ case "$mode" in
     step "starting build/bin/tunebench"
     exec build/bin/tunebench ;;
   test)
-    install_missing "${packages[@]}" "${test_packages[@]}"; ensure_openblas; ensure_tokenizers_reference; build
+    install_missing "${packages[@]}" "${test_packages[@]}"; ensure_openblas; ensure_tokenizers_reference; ensure_llama_cpp_reference; build
     step "running the test suite"
     cd build && exec ctest --output-on-failure -j "$jobs" --timeout 1200 ;;
   *) echo "usage: scripts/setup.sh run|test|build" >&2; exit 2 ;;
