@@ -263,8 +263,12 @@ int cmd_generate(const std::string& config, const std::vector<std::string>& over
 // Progress on stderr (a line per tenth off a terminal); the last line of stdout is the JSON result.
 int cmd_export_gguf(const std::string& config, const std::vector<std::string>& overrides,
                     const tb::exporting::GgufExportOptions& options) {
-  // A training config exports as it is: its keys are checked against the recipe it names.
-  auto cfg = load(config, overrides, "", true);
+  // A training config exports as it is: its keys are checked against the recipe it names (a "# recipe:"
+  // line or a bundled config's); any other file as an eval/generate config.
+  const std::string path = tb::config::find_config(config);
+  std::string recipe = path.empty() ? std::string() : tb::config::recipe_for_config(path);
+  if (recipe.empty()) recipe = tb::config::kInferenceVerbs;
+  auto cfg = load(config, overrides, recipe, true);
   if (!cfg) return kUserError;
   const bool tty = isatty(STDERR_FILENO) != 0;
   try {
@@ -574,6 +578,8 @@ int run_cli(int argc, char** argv) {
   export_gguf->add_option("--output", a.gguf.output, "the .gguf file to write")->required();
   export_gguf->add_option("--type", a.gguf.type, "f32, f16, bf16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k")->capture_default_str();
   export_gguf->add_option("--name", a.gguf.name, "general.name (default: the checkpoint folder's name)");
+  export_gguf->add_flag("--adapter", a.gguf.adapter,
+                        "only the LoRA adapter (checkpointer.adapter_checkpoint), as llama.cpp's adapter file for the base model's GGUF");
   add_overrides(export_gguf, a);
 
   // CLI11 would only say "a subcommand is required" for a misspelled command.

@@ -110,6 +110,7 @@ class VocabMergesTokenizer : public Tokenizer {
   int64_t pad_id() const override { return pad_id_; }
   int64_t vocab_size() const override { return bpe_->vocab_size(); }
   std::string id_to_token(int64_t id) const override { return bpe_->id_to_token(id); }
+  const BpeTokenizer& bpe() const { return *bpe_; }
 
  protected:
   std::vector<Message> templated(const std::vector<Message>& messages) const {
@@ -358,6 +359,11 @@ std::shared_ptr<Tokenizer> make_phi4_tokenizer(const std::string& vocab_path, co
                                                const FamilyTokenizerOptions& options) {
   auto specials = options.special_tokens.empty() ? phi4_special_tokens() : options.special_tokens;
   return std::make_shared<Phi4Tokenizer>(vocab_path, merges_path, std::move(specials), options);
+}
+
+const BpeTokenizer* vocab_merges_bpe(const Tokenizer& tokenizer) {
+  const auto* t = dynamic_cast<const VocabMergesTokenizer*>(&tokenizer);
+  return t ? &t->bpe() : nullptr;
 }
 
 std::map<std::string, int64_t> read_added_tokens(const std::string& tokenizer_json_path) {

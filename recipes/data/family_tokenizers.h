@@ -38,6 +38,11 @@ std::shared_ptr<Tokenizer> make_phi3_mini_tokenizer(const std::string& spm_path,
 std::shared_ptr<Tokenizer> make_phi4_tokenizer(const std::string& vocab_path, const std::string& merges_path,
                                                const FamilyTokenizerOptions& options);
 
+// The BPE inside a vocab.json + merges.txt tokenizer (Qwen, Phi-4): its vocabulary and merges, for
+// writing them elsewhere (GGUF). Null for any other tokenizer.
+class BpeTokenizer;
+const BpeTokenizer* vocab_merges_bpe(const Tokenizer& tokenizer);
+
 // torchtune's special_tokens_path: every added token of a tokenizer.json, content -> id.
 std::map<std::string, int64_t> read_added_tokens(const std::string& tokenizer_json_path);
 

@@ -17,7 +17,6 @@
 #include "inference/loaded_model.h"
 #include "models/layers.h"
 #include "peft/adapter.h"
-#include "peft/adapter_folder.h"
 #include "peft/lora_linear.h"
 #include "peft/qlora.h"
 
@@ -25,13 +24,9 @@ namespace tb::exporting {
 
 namespace {
 
-// The model's weights under our names: its base weights, with the LoRA adapters (loaded from
-// checkpointer.adapter_checkpoint when set) merged in.
-checkpoint::LazyStateDict merged_weights(inference::LoadedModel& loaded, const checkpoint::HFCheckpointerOptions& opt,
-                                         bool& merged) {
-  auto& model = *loaded.model;
-  const std::string adapter_dir = peft::adapter_folder(opt.adapter_checkpoint, opt.checkpoint_dir);
-  if (!adapter_dir.empty()) peft::load_adapter_into(model, peft::load_peft_adapter(adapter_dir, model.args()), adapter_dir);
+// The model's weights under our names: its base weights, with its LoRA adapters merged in.
+checkpoint::LazyStateDict merged_weights(const inference::LoadedModel& loaded, bool& merged) {
+  const auto& model = *loaded.model;
   auto base = peft::lazy_base_weights(model, loaded.dtype);
   const auto loras = peft::lora_modules(model);
   merged = !loras.empty();
@@ -95,6 +90,10 @@ void add_architecture_metadata(checkpoint::GgufMetadata& kv, const std::string& 
     throw std::invalid_argument("export gguf: this model's rotary scaling is not exported yet (llama3's is)");
 }
 
+bool adapter_type_ok(quant::GgmlType t) {
+  return t == quant::GgmlType::F32 || t == quant::GgmlType::F16 || t == quant::GgmlType::BF16 || t == quant::GgmlType::Q8_0;
+}
+
 // Sort key: the embedding first, then the layers in order, then the final norm and the output.
 std::pair<int, std::string> tensor_order(const std::string& name) {
   if (name == "token_embd.weight" || name == "rope_freqs.weight") return {0, name};
@@ -109,6 +108,9 @@ GgufExportResult export_gguf(const config::Config& cfg, const GgufExportOptions&
   const auto start = std::chrono::steady_clock::now();
   if (options.output.empty()) throw std::invalid_argument("export gguf: no output file given");
   const FileType& ftype = file_type(options.type);
+  if (options.adapter && !adapter_type_ok(ftype.base))
+    throw std::invalid_argument("export gguf --adapter: llama.cpp reads adapters in f32, f16, bf16 or q8_0, not " +
+                                options.type);
 
   GgufExportResult result;
   result.path = options.output;
@@ -120,52 +122,79 @@ GgufExportResult export_gguf(const config::Config& cfg, const GgufExportOptions&
   const auto checkpointer = components::builtin().build<std::shared_ptr<checkpoint::FullModelHFCheckpointer>>(
       cfg.at("checkpointer"));
   const auto& ck = checkpointer->options();
-  const checkpoint::LazyStateDict hf =
-      checkpoint::tune_to_hf(merged_weights(loaded, ck, result.merged_lora), args);
+  const std::string& arch = result.architecture;
 
   checkpoint::GgufMetadata kv;
-  const std::string& arch = result.architecture;
   kv.set_string("general.architecture", arch);
   std::string name = options.name;
   if (name.empty() && ck.checkpoint_dir) name = std::filesystem::path(*ck.checkpoint_dir).lexically_normal().filename().string();
   if (name.empty()) name = "tunebench-model";
-  kv.set_string("general.name", name);
-  add_architecture_metadata(kv, arch, args);
-  kv.set_u32("general.file_type", ftype.llama_ftype);
-  kv.set_u32("general.quantization_version", 2);
-  add_tokenizer_metadata(kv, *loaded.tokenizer, args.vocab_size);
-  if (const auto chat = find_chat_template(*loaded.tokenizer, ck.checkpoint_dir)) {
-    kv.set_string("tokenizer.chat_template", *chat);
-    result.chat_template = true;
-  }
 
   TensorTypeContext context;
   context.num_layers = args.num_layers;
-  context.has_output = hf.count("lm_head.weight") > 0;
   std::vector<checkpoint::GgufTensor> tensors;
-  const auto add = [&](const std::string& gguf_name, std::vector<int64_t> shape, std::function<torch::Tensor()> make) {
+  const auto add = [&](const std::string& gguf_name, std::vector<int64_t> shape, quant::GgmlType type,
+                       std::function<torch::Tensor()> make) {
     checkpoint::GgufTensor t;
     t.name = gguf_name;
     for (auto it = shape.rbegin(); it != shape.rend(); ++it) t.ne.push_back(static_cast<uint64_t>(*it));
-    t.type = gguf_tensor_type(gguf_name, t.ne, ftype, context);
-    t.data = [make, type = t.type] { return encode_rows(make(), type); };
+    t.type = type;
+    t.data = [make, type] { return encode_rows(make(), type); };
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
     result.parameters += n;
     ++result.tensors_by_type[quant::ggml_type_name(t.type)];
     tensors.push_back(std::move(t));
   };
-  for (const auto& [hf_name, lazy] : hf) {
-    const auto gguf_name = gguf_tensor_name(hf_name, args);
-    if (!gguf_name) throw std::runtime_error("export gguf: no llama.cpp tensor for " + hf_name);
-    add(*gguf_name, lazy.shape, [make = lazy.make, n = *gguf_name, &args, arch] {
-      return to_llama_cpp_layout(n, make(), args, arch);
-    });
-  }
-  if (args.rope_scaling && args.rope_scaling->type == models::RopeType::llama3) {
-    const auto factors = llama3_rope_factors(args);
-    add("rope_freqs.weight", {static_cast<int64_t>(factors.size())},
-        [factors] { return torch::tensor(std::vector<float>(factors)); });
+  const auto gguf_name_of = [&](const std::string& hf_name) {
+    const auto n = gguf_tensor_name(hf_name, args);
+    if (!n) throw std::runtime_error("export gguf: no llama.cpp tensor for " + hf_name);
+    return *n;
+  };
+
+  if (options.adapter) {
+    // llama.cpp's LoRA adapter file: per adapted weight W, W.lora_a [rank, in] and W.lora_b [out, rank]
+    // (ours are in llama.cpp's rotary layout already), scaled by adapter.lora.alpha / rank at load.
+    const auto loras = peft::lora_modules(*loaded.model);
+    if (loras.empty() || loaded.adapter_dir.empty())
+      throw std::invalid_argument(
+          "export gguf --adapter: no LoRA adapter to export: use a LoRA config (lora_* or qlora_* model) with "
+          "checkpointer.adapter_checkpoint set to the adapter's folder");
+    kv.set_string("general.type", "adapter");
+    kv.set_string("general.name", name);
+    kv.set_string("adapter.type", "lora");
+    kv.set_f32("adapter.lora.alpha", static_cast<float>(loras.front().second->alpha()));
+    for (const auto& [ours, tensor] : peft::adapter_state_dict(*loaded.model)) {
+      const bool is_a = ours.find(".lora_a.") != std::string::npos;
+      const std::string module = ours.substr(0, ours.find(is_a ? ".lora_a." : ".lora_b."));
+      const auto hf = checkpoint::tune_to_hf_name(module + ".weight", args.sandwich_norms);
+      if (!hf) throw std::runtime_error("export gguf --adapter: no Hugging Face name for " + ours);
+      const torch::Tensor t = tensor;
+      add(gguf_name_of(*hf) + (is_a ? ".lora_a" : ".lora_b"), t.sizes().vec(), ftype.base, [t] { return t; });
+    }
+  } else {
+    const checkpoint::LazyStateDict hf = checkpoint::tune_to_hf(merged_weights(loaded, result.merged_lora), args);
+    kv.set_string("general.name", name);
+    add_architecture_metadata(kv, arch, args);
+    kv.set_u32("general.file_type", ftype.llama_ftype);
+    kv.set_u32("general.quantization_version", 2);
+    add_tokenizer_metadata(kv, *loaded.tokenizer, args.vocab_size, args.family);
+    if (const auto chat = find_chat_template(*loaded.tokenizer, ck.checkpoint_dir)) {
+      kv.set_string("tokenizer.chat_template", *chat);
+      result.chat_template = true;
+    }
+    context.has_output = hf.count("lm_head.weight") > 0;
+    for (const auto& [hf_name, lazy] : hf) {
+      const std::string n = gguf_name_of(hf_name);
+      std::vector<uint64_t> ne(lazy.shape.rbegin(), lazy.shape.rend());
+      add(n, lazy.shape, gguf_tensor_type(n, ne, ftype, context),
+          [make = lazy.make, n, &args, arch] { return to_llama_cpp_layout(n, make(), args, arch); });
+    }
+    if (args.rope_scaling && args.rope_scaling->type == models::RopeType::llama3) {
+      const auto factors = llama3_rope_factors(args);
+      add("rope_freqs.weight", {static_cast<int64_t>(factors.size())}, quant::GgmlType::F32,
+          [factors] { return torch::tensor(std::vector<float>(factors)); });
+    }
   }
   std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) {
     const auto ka = tensor_order(a.name), kb = tensor_order(b.name);

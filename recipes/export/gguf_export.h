@@ -5,7 +5,8 @@
 // with checkpoint_dir=null). A LoRA model is merged (W + alpha/rank * B A; the adapter from
 // checkpointer.adapter_checkpoint when set). The weights go through the Hugging Face layout and names,
 // as llama.cpp's converter reads them, then to llama.cpp's names, rotary layout and storage types.
-// One tensor is made, converted and written at a time.
+// One tensor is made, converted and written at a time. With `adapter`, only the adapter of a LoRA model
+// (checkpointer.adapter_checkpoint) is written, as llama.cpp's LoRA adapter file.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,7 @@ struct GgufExportOptions {
   std::string output;        // the .gguf to write (replaced atomically)
   std::string type = "f16";  // export/gguf_layout.h file_types()
   std::string name;          // general.name; empty: the checkpoint folder's name
+  bool adapter = false;      // write the LoRA adapter alone, as a llama.cpp adapter file (applied on the base)
 };
 
 struct GgufExportResult {

@@ -62,9 +62,11 @@ std::string gguf_architecture(models::Family family) {
   switch (family) {
     case models::Family::llama:
     case models::Family::mistral: return "llama";
+    case models::Family::qwen2: return "qwen2";
+    case models::Family::qwen3: return "qwen3";
     default:
       throw std::invalid_argument(std::string("export gguf: the ") + models::family_name(family) +
-                                  " family is not exported yet (llama and mistral are)");
+                                  " family is not exported yet (llama, mistral, qwen2 and qwen3 are)");
   }
 }
 

@@ -1,16 +1,23 @@
 #include "export/gguf_vocab.h"
 
+#include <algorithm>
+#include <map>
 #include <stdexcept>
 
+#include "data/bpe_tokenizer.h"
 #include "data/chat_template.h"
+#include "data/family_tokenizers.h"
 #include "data/hf_tokenizer.h"
 #include "data/sentencepiece_tokenizer.h"
+#include "text/bpe_model.h"
+#include "text/pipeline.h"
 
 namespace tb::exporting {
 
 namespace {
 
-constexpr int32_t kTypeUnused = 5;  // llama.cpp's LLAMA_TOKEN_TYPE_UNUSED (= SentencePiece's)
+// llama.cpp's token types (= SentencePiece's numbering).
+constexpr int32_t kTypeNormal = 1, kTypeControl = 3, kTypeUserDefined = 4, kTypeUnused = 5;
 
 void add_sentencepiece(checkpoint::GgufMetadata& kv, const data::SentencePieceTokenizer& spm, int64_t model_vocab) {
   std::vector<std::string> tokens;
@@ -43,16 +50,81 @@ void add_sentencepiece(checkpoint::GgufMetadata& kv, const data::SentencePieceTo
   kv.set_bool("tokenizer.ggml.add_space_prefix", space_prefix);
 }
 
+// The name llama.cpp's loader knows a family's split pattern by (llama-vocab.cpp's tokenizer_pre).
+std::string pre_tokenizer_name(models::Family family, const data::BpeTokenizer& bpe) {
+  switch (family) {
+    case models::Family::qwen2:
+    case models::Family::qwen3: return "qwen2";
+    case models::Family::llama: return bpe.has_llama3_chat_tokens() ? "llama-bpe" : "smollm";
+    default:
+      throw std::invalid_argument(std::string("export gguf: a byte-level BPE tokenizer for the ") +
+                                  models::family_name(family) + " family is not exported yet");
+  }
+}
+
+// `bpe` holds the vocabulary and merges; `ids` is the tokenizer training used (its BOS/EOS/PAD).
+void add_byte_level_bpe(checkpoint::GgufMetadata& kv, const data::BpeTokenizer& bpe, const data::Tokenizer& ids,
+                        int64_t model_vocab, models::Family family) {
+  const text::BpeModel& model = bpe.pipeline().model();
+  if (!bpe.pipeline().byte_level() || model.from_ranks())
+    throw std::invalid_argument(
+        "export gguf: only byte-level BPE vocabularies with merges export (a tokenizer.json or vocab.json + "
+        "merges.txt; a tiktoken tokenizer.model does not list its merges)");
+  std::map<int64_t, data::AddedToken> added;
+  for (const auto& t : bpe.added_tokens()) added.emplace(t.id, t);
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  const int64_t n = std::max<int64_t>(model_vocab, model.max_id() + 1);
+  for (int64_t id = 0; id < n; ++id) {
+    if (const auto it = added.find(id); it != added.end()) {
+      tokens.push_back(it->second.content);
+      types.push_back(it->second.special ? kTypeControl : kTypeUserDefined);
+    } else if (const std::string* token = model.id_to_token(static_cast<uint32_t>(id))) {
+      tokens.push_back(*token);
+      types.push_back(kTypeNormal);
+    } else {
+      tokens.push_back("[PAD" + std::to_string(id) + "]");
+      types.push_back(kTypeUnused);
+    }
+  }
+  std::vector<std::string> merges;
+  for (const auto& [a, b] : model.merges()) merges.push_back(a + " " + b);
+  kv.set_string("tokenizer.ggml.model", "gpt2");
+  kv.set_string("tokenizer.ggml.pre", pre_tokenizer_name(family, bpe));
+  kv.set_strings("tokenizer.ggml.tokens", tokens);
+  kv.set_i32s("tokenizer.ggml.token_type", types);
+  kv.set_strings("tokenizer.ggml.merges", merges);
+  if (ids.bos_id() >= 0) kv.set_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(ids.bos_id()));
+  if (ids.eos_id() >= 0) kv.set_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(ids.eos_id()));
+  if (ids.pad_id() >= 0) kv.set_u32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(ids.pad_id()));
+  // llama.cpp adds a BOS when training did: when our encode with BOS puts one first (not for Qwen: none).
+  const auto with_bos = ids.encode("a", true, false);
+  kv.set_bool("tokenizer.ggml.add_bos_token", ids.bos_id() >= 0 && !with_bos.empty() && with_bos.front() == ids.bos_id());
+}
+
 }  // namespace
 
-void add_tokenizer_metadata(checkpoint::GgufMetadata& kv, const data::Tokenizer& tokenizer, int64_t model_vocab_size) {
+void add_tokenizer_metadata(checkpoint::GgufMetadata& kv, const data::Tokenizer& tokenizer, int64_t model_vocab_size,
+                            models::Family family) {
   if (const auto* spm = dynamic_cast<const data::SentencePieceTokenizer*>(&tokenizer)) {
     add_sentencepiece(kv, *spm, model_vocab_size);
     return;
   }
+  if (const auto* hf = dynamic_cast<const data::HfTokenizer*>(&tokenizer)) {
+    add_byte_level_bpe(kv, hf->bpe(), tokenizer, model_vocab_size, family);
+    return;
+  }
+  if (const auto* bpe = dynamic_cast<const data::BpeTokenizer*>(&tokenizer)) {
+    add_byte_level_bpe(kv, *bpe, tokenizer, model_vocab_size, family);
+    return;
+  }
+  if (const auto* bpe = data::vocab_merges_bpe(tokenizer)) {
+    add_byte_level_bpe(kv, *bpe, tokenizer, model_vocab_size, family);
+    return;
+  }
   throw std::invalid_argument(
-      "export gguf: this tokenizer is not exported yet (SentencePiece tokenizer.model files are); "
-      "byte-level BPE (tokenizer.json, vocab.json + merges.txt) is still to come");
+      "export gguf: this tokenizer is not exported yet (SentencePiece tokenizer.model files and byte-level BPE "
+      "tokenizer.json / vocab.json + merges.txt are)");
 }
 
 std::optional<std::string> find_chat_template(const data::Tokenizer& tokenizer,

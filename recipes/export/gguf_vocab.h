@@ -1,7 +1,11 @@
 // A tokenizer as GGUF metadata (tokenizer.ggml.*), the way llama.cpp's converter records it, so that
 // llama.cpp splits text into the same ids we train on:
 //   SentencePiece (Llama 2, Mistral): model "llama", every piece with its score and type (normal,
-//   unknown, control, unused, byte), BOS/EOS/UNK ids, add_bos_token, add_space_prefix (the dummy prefix).
+//   unknown, control, unused, byte), BOS/EOS/UNK ids, add_bos_token, add_space_prefix (the dummy prefix);
+//   byte-level BPE (a tokenizer.json or vocab.json + merges.txt: Qwen2/2.5/3, SmolLM2, Llama 3): model
+//   "gpt2", the pre-tokenizer name llama.cpp knows the family's split pattern by, every token in its
+//   byte-level spelling (added tokens as written: special ones control, others user-defined), the merges
+//   in rank order, BOS/EOS/PAD ids and whether a BOS is added.
 // A model vocabulary larger than the tokenizer's is padded with "[PAD<n>]" entries of type unused, as
 // the converter pads it.
 #pragma once
@@ -11,11 +15,13 @@
 
 #include "checkpoint/gguf_file.h"
 #include "data/tokenizer.h"
+#include "models/model_args.h"
 
 namespace tb::exporting {
 
 // Throws std::invalid_argument for a tokenizer kind we do not export yet.
-void add_tokenizer_metadata(checkpoint::GgufMetadata& kv, const data::Tokenizer& tokenizer, int64_t model_vocab_size);
+void add_tokenizer_metadata(checkpoint::GgufMetadata& kv, const data::Tokenizer& tokenizer, int64_t model_vocab_size,
+                            models::Family family);
 
 // The chat template to record (tokenizer.chat_template): the tokenizer's own (a model folder's
 // tokenizer_config.json), else the one in `checkpoint_dir`; nullopt when there is none.

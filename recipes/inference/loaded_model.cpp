@@ -5,6 +5,8 @@
 #include "checkpoint/hf_checkpointer.h"
 #include "components/builtin.h"
 #include "config/registry.h"
+#include "peft/adapter.h"
+#include "peft/adapter_folder.h"
 #include "training/runtime.h"
 
 namespace tb::inference {
@@ -21,6 +23,13 @@ LoadedModel load_model(const config::Config& cfg) {
   const auto report = checkpointer->load_into(*out.model, runtime.seed);
   out.weights = report.message;
   out.warnings = report.warnings;
+  // A LoRA model scores, generates and exports with its adapter, as the recipe trains with it.
+  const auto& ck = checkpointer->options();
+  out.adapter_dir = peft::adapter_folder(ck.adapter_checkpoint, ck.checkpoint_dir);
+  if (!out.adapter_dir.empty()) {
+    peft::load_adapter_into(*out.model, peft::load_peft_adapter(out.adapter_dir, out.model->args()), out.adapter_dir);
+    out.weights += "; LoRA adapter from " + out.adapter_dir;
+  }
   out.model->to(out.dtype);
   out.model->eval();
   out.tokenizer = registry.build<std::shared_ptr<data::Tokenizer>>(cfg.at("tokenizer"));

@@ -1,5 +1,6 @@
 // The model, its weights and the tokenizer of a config, built as the recipes build them, for
-// inference (eval, generate): grad off, eval mode, in the config's dtype.
+// inference (eval, generate, export): grad off, eval mode, in the config's dtype. A LoRA model gets the
+// adapter of checkpointer.adapter_checkpoint when one is set.
 #pragma once
 
 #include <memory>
@@ -19,6 +20,7 @@ struct LoadedModel {
   std::shared_ptr<data::Tokenizer> tokenizer;
   c10::ScalarType dtype = c10::ScalarType::Float;
   std::string weights;  // one line: where the weights came from
+  std::string adapter_dir;  // checkpointer.adapter_checkpoint's folder, loaded into a LoRA model; empty if none
   std::vector<std::string> warnings;  // the checkpointer's (e.g. lm_head copied from the embedding)
 };
 

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <memory>
 #include <stdexcept>
+#include <tuple>
 
 #include "text/byte_level.h"
 #include "text/utf8.h"
@@ -126,9 +127,21 @@ BpeModel::BpeModel(const std::vector<std::pair<std::string, uint32_t>>& vocab,
   }
 }
 
+std::vector<std::pair<std::string, std::string>> BpeModel::merges() const {
+  std::vector<std::tuple<uint32_t, uint32_t, uint32_t>> ranked;  // rank, left id, right id
+  ranked.reserve(merges_.size());
+  merges_.for_each([&](uint32_t a, uint32_t b, PairMap::Value v) { ranked.emplace_back(v.rank, a, b); });
+  std::sort(ranked.begin(), ranked.end());
+  std::vector<std::pair<std::string, std::string>> out;
+  out.reserve(ranked.size());
+  for (const auto& [rank, a, b] : ranked) out.emplace_back(id_to_token_[a], id_to_token_[b]);
+  return out;
+}
+
 BpeModel BpeModel::from_ranks(const std::vector<std::pair<std::string, uint32_t>>& vocab) {
   BpeModel m;
   m.options_.ignore_merges = true;
+  m.from_ranks_ = true;
   m.add_vocab(vocab);
   // Every split of a token into two tokens merges at the token's rank. Byte-level strings: split on
   // character boundaries.

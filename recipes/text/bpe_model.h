@@ -56,6 +56,10 @@ class BpeModel {
   size_t vocab_size() const { return vocab_.size(); }  // entries, as tokenizers counts them
   int64_t max_id() const { return static_cast<int64_t>(id_to_token_.size()) - 1; }
   size_t merge_count() const { return merges_.size(); }
+  // The merges in rank order, as tokenizer.json lists them (a model built from tiktoken ranks has one
+  // merge per split of each token instead, which this lists too, ordered by the token's rank).
+  std::vector<std::pair<std::string, std::string>> merges() const;
+  bool from_ranks() const { return from_ranks_; }
 
   // The tokens of one word (a split's normalized text), appended to `out`; offsets are bytes of `word`.
   void tokenize(std::string_view word, std::vector<Token>& out) const;
@@ -86,6 +90,7 @@ class BpeModel {
   PairMap merges_;
   std::optional<uint32_t> unk_id_;
   bool byte_level_ = false;
+  bool from_ranks_ = false;
   int64_t byte_symbol_[256] = {};
   StringIdMap raw_vocab_;  // raw bytes -> id (byte-level vocabularies, for ignore_merges)
   uint64_t cache_id_ = 0;

@@ -140,6 +140,12 @@ class PairMap {
     }
     return nullptr;
   }
+  // Calls f(a, b, value) for every entry, in no particular order.
+  template <class F>
+  void for_each(F f) const {
+    for (const Slot& s : slots_)
+      if (s.used) f(static_cast<uint32_t>(s.key >> 32), static_cast<uint32_t>(s.key & 0xffffffffu), s.value);
+  }
 
  private:
   struct Slot {

@@ -20,6 +20,12 @@
 #include <torch/torch.h>
 
 #include "checkpoint/safetensors.h"
+#include "components/builtin.h"
+#include "config/config.h"
+#include "config/registry.h"
+#include "config/schema.h"
+#include "models/transformer.h"
+#include "peft/adapter.h"
 #include "gguf_reader.h"
 #include "llama_cpp_reference.h"
 #include "quant/ggml_blocks.h"
@@ -83,11 +89,13 @@ class TestGgufLlamaCpp : public QObject {
     return nlohmann::json::parse(tbtest::last_line(r.out).toStdString())["loss"].get<double>();
   }
 
-  std::string exportGguf(const std::string& name, const QString& type, const std::string& model_dir) {
+  std::string exportGguf(const std::string& name, const QString& type, const std::string& model_dir,
+                         const QString& config = kEvalConfig, const QStringList& extra = {}) {
     const std::string out = path(name);
-    const auto r = tbtest::run_process(cli_, QStringList{"export", "gguf", "--config", kEvalConfig, "--output",
+    const QStringList overrides = config == kEvalConfig ? evalOverrides(model_dir) : QStringList{};
+    const auto r = tbtest::run_process(cli_, QStringList{"export", "gguf", "--config", config, "--output",
                                                          QString::fromStdString(out), "--type", type} +
-                                                 evalOverrides(model_dir));
+                                                 overrides + extra);
     if (r.code != 0) throw std::runtime_error("export failed: " + r.err.toStdString());
     return out;
   }
@@ -202,6 +210,192 @@ class TestGgufLlamaCpp : public QObject {
     }
   }
 
+  // A LoRA adapter as llama.cpp's adapter file: the base file plus the adapter scores as the merged file
+  // does (and as our model on the merged weights), and the adapter moves the loss.
+  void loraAdapterAppliesInLlamaCpp() {
+    tb::config::LoadOptions options;
+    options.registry = &tb::components::builtin();
+    options.recipe = "lora_finetune_single_device";
+    const auto loaded = tb::config::load_file("configs/tiny/lora_single_device.yaml", options);
+    QVERIFY2(loaded.ok(), tb::config::format_diagnostics(loaded.diagnostics).c_str());
+    auto model = tb::components::builtin().build<tb::models::TransformerDecoder>(loaded.config->at("model"));
+    torch::manual_seed(9);
+    {
+      torch::NoGradGuard no_grad;
+      for (auto& p : model->named_parameters())
+        if (tb::peft::is_adapter_parameter(p.key())) p.value().normal_(0.0, 0.05);
+    }
+    const std::string adapter_dir = path("adapter");
+    tb::peft::AdapterConfig acfg;
+    acfg.rank = 16;
+    acfg.alpha = 32;
+    tb::peft::save_peft_adapter(adapter_dir, tb::peft::adapter_state_dict(*model), model->args(), acfg);
+    const QStringList with_adapter{QString::fromStdString("checkpointer.adapter_checkpoint=" + adapter_dir)};
+    const QString lora_config = "configs/tiny/lora_single_device.yaml";
+    try {
+      const std::string base = exportGguf("lora_base_f32.gguf", "f32", "", lora_config);
+      const std::string merged = exportGguf("lora_merged_f32.gguf", "f32", "", lora_config, with_adapter);
+      const std::string adapter = exportGguf("lora_adapter_f32.gguf", "f32", "", lora_config,
+                                             with_adapter + QStringList{"--adapter"});
+      const auto f = tbtest::parse_gguf(tbtest::read_file(adapter));
+      QCOMPARE(f.kv.at("general.type").s(), std::string("adapter"));
+      QCOMPARE(f.kv.at("adapter.lora.alpha").f(), 32.0);
+      QCOMPARE(f.tensors.size(), size_t(4 * 7 * 2));
+      QCOMPARE(f.tensor("blk.0.attn_q.weight.lora_a").ne, (std::vector<uint64_t>{128, 16}));
+      QCOMPARE(f.tensor("blk.0.attn_q.weight.lora_b").ne, (std::vector<uint64_t>{16, 128}));
+      const auto ref_merged = judge(merged, kSource + "/resources/base_model", "", 1e-4);
+      QString error;
+      const auto ref_adapter = tbtest::run_llama_cpp_reference(base, texts_, "", 0, &error, adapter);
+      QVERIFY2(error.isEmpty(), qPrintable(error));
+      const double with = ref_adapter["loss"].get<double>(), merged_loss = ref_merged["loss"].get<double>();
+      qInfo("base + adapter in llama.cpp %.5f, merged %.5f, base alone %.5f", with, merged_loss, f32Loss_);
+      QVERIFY(std::fabs(with - merged_loss) < 1e-4);
+      QVERIFY(std::fabs(with - f32Loss_) > 1e-2);
+    } catch (const std::exception& e) {
+      QFAIL(e.what());
+    }
+    // An adapter in a k-quant type is refused (llama.cpp reads f32, f16, bf16 and q8_0 adapters).
+    const auto r = tbtest::run_process(cli_, QStringList{"export", "gguf", "--config", lora_config, "--output",
+                                                         QString::fromStdString(path("x.gguf")), "--type", "q4_k_m",
+                                                         "--adapter"} + with_adapter);
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("q8_0"), qPrintable(r.err));
+  }
+
+  // Byte-level BPE families on a random model of each architecture (Qwen2's q/k/v biases and tied
+  // embedding, Qwen3's q/k norms, both with NeoX rotary; SmolLM2 and Llama 3 on Llama's) with each
+  // family's tokenizer.json fixture: llama.cpp splits text as ours does (the pre-tokenizer name chosen
+  // per family picks its split pattern) and scores the sequences eval scores as eval does (f32).
+  void bpeFamiliesSplitAndScoreAsWeDo_data() {
+    QTest::addColumn<QString>("modelType");
+    QTest::addColumn<QString>("tokenizer");
+    QTest::newRow("qwen2") << "qwen2" << "qwen";
+    QTest::newRow("qwen3") << "qwen3" << "qwen";
+    QTest::newRow("smollm2") << "llama" << "smollm2";
+    QTest::newRow("llama3") << "llama" << "llama3";
+  }
+  void bpeFamiliesSplitAndScoreAsWeDo() {
+    QFETCH(QString, modelType);
+    QFETCH(QString, tokenizer);
+    try {
+      checkBpeFamily(modelType, tokenizer);
+    } catch (const std::exception& e) {
+      QFAIL(e.what());
+    }
+  }
+
+ private:
+  void checkBpeFamily(const QString& modelType, const QString& tokenizer) {
+    const std::string tag = QTest::currentDataTag();
+    const std::string folder = path(tag + "_model");
+    fs::create_directories(folder);
+    const std::string fixture = kSource + "/tests/data/tokenizers/" + tokenizer.toStdString() + "/tokenizer.json";
+    fs::copy_file(fixture, folder + "/tokenizer.json", fs::copy_options::overwrite_existing);
+    const auto tok = nlohmann::json::parse(tbtest::read_file(fixture));
+    int64_t max_id = 0;
+    for (const auto& [k, v] : tok["model"]["vocab"].items()) max_id = std::max<int64_t>(max_id, v.get<int64_t>());
+    for (const auto& t : tok["added_tokens"]) max_id = std::max<int64_t>(max_id, t["id"].get<int64_t>());
+    const int64_t vocab = (max_id + 1 + 63) / 64 * 64;
+    const bool qwen = modelType.startsWith("qwen"), tied = modelType == "qwen2";
+    const nlohmann::json config = {{"model_type", modelType.toStdString()}, {"hidden_size", 128},
+                                   {"intermediate_size", 256}, {"num_attention_heads", 4},
+                                   {"num_key_value_heads", 2}, {"head_dim", 32}, {"num_hidden_layers", 2},
+                                   {"rms_norm_eps", 1e-6}, {"rope_theta", qwen ? 1000000.0 : 10000.0},
+                                   {"max_position_embeddings", 512}, {"vocab_size", vocab},
+                                   {"tie_word_embeddings", tied}, {"torch_dtype", "float32"}};
+    std::ofstream(folder + "/config.json") << config.dump(2);
+    torch::manual_seed(21);
+    std::map<std::string, torch::Tensor> w;
+    const auto randn = [](std::vector<int64_t> s, double std) { return torch::randn(s) * std; };
+    // Tied: the embedding is the output layer too, so it gets the output's scale (RMSNorm rescales inputs).
+    w["model.embed_tokens.weight"] = randn({vocab, 128}, tied ? 0.08 : 1.0);
+    if (!tied) w["lm_head.weight"] = randn({vocab, 128}, 0.08);
+    w["model.norm.weight"] = 1 + randn({128}, 0.1);
+    for (int i = 0; i < 2; ++i) {
+      const std::string l = "model.layers." + std::to_string(i) + ".";
+      w[l + "input_layernorm.weight"] = 1 + randn({128}, 0.1);
+      w[l + "post_attention_layernorm.weight"] = 1 + randn({128}, 0.1);
+      w[l + "self_attn.q_proj.weight"] = randn({128, 128}, 0.15);
+      w[l + "self_attn.k_proj.weight"] = randn({64, 128}, 0.15);
+      w[l + "self_attn.v_proj.weight"] = randn({64, 128}, 0.09);
+      w[l + "self_attn.o_proj.weight"] = randn({128, 128}, 0.09);
+      if (modelType == "qwen2") {
+        w[l + "self_attn.q_proj.bias"] = randn({128}, 0.5);
+        w[l + "self_attn.k_proj.bias"] = randn({64}, 0.5);
+        w[l + "self_attn.v_proj.bias"] = randn({64}, 0.1);
+      }
+      if (modelType == "qwen3") {
+        w[l + "self_attn.q_norm.weight"] = 1 + randn({32}, 0.2);
+        w[l + "self_attn.k_norm.weight"] = 1 + randn({32}, 0.2);
+      }
+      w[l + "mlp.gate_proj.weight"] = randn({256, 128}, 0.09);
+      w[l + "mlp.up_proj.weight"] = randn({256, 128}, 0.09);
+      w[l + "mlp.down_proj.weight"] = randn({128, 256}, 0.06);
+    }
+    tb::checkpoint::save_safetensors(folder + "/model.safetensors", w);
+    const QString yaml = QString::fromStdString(path(tag + ".yaml"));
+    std::ofstream(yaml.toStdString()) << "output_dir: " << path(tag + "_out") << "\n"
+        << "model:\n  _component_: tunebench.models.from_hf_config\n  path: " << folder << "\n"
+        << "tokenizer:\n  _component_: tunebench.data.hf_tokenizer\n  path: " << folder << "\n  max_seq_len: 512\n"
+        << "checkpointer:\n  _component_: torchtune.training.FullModelHFCheckpointer\n  checkpoint_dir: " << folder
+        << "\n  model_type: " << (qwen ? modelType.toUpper().toStdString() : std::string("LLAMA3"))
+        << "\n  output_dir: " << path(tag + "_out") << "\n"
+        << "dataset:\n  _component_: torchtune.datasets.text_completion_dataset\n  source: text\n  data_files: "
+        << textsFile_.toStdString() << "\n"
+        << "batch_size: 2\nseed: 0\ndevice: cpu\ndtype: fp32\n";
+
+    // Text that tells split patterns apart: digit runs, contractions, accents, runs of spaces and newlines.
+    std::vector<std::string> texts = texts_;
+    texts.insert(texts.end(), {"In 2024 we counted 1234567 birds, 89 ducks and 3.14159 cats.",
+                               "I'm sure you'll see they've gone; it's what we'd do.", "Caf\xc3\xa9 d\xc3\xa9j\xc3\xa0 vu, na\xc3\xaf" "ve fa\xc3\xa7" "ade",
+                               "  two  spaces,   three,\n\nnew lines\tand a tab  ", "ALLCAPS and MixedCase words"});
+    const std::string texts_path = path(tag + "_texts.jsonl");
+    {
+      std::ofstream out(texts_path);
+      for (const auto& t : texts) out << nlohmann::json{{"text", t}}.dump() << "\n";
+    }
+    const auto tokenized = tbtest::run_process(
+        cli_, {"tokenize", "--tokenizer", QString::fromStdString(folder), "--jsonl", QString::fromStdString(texts_path)});
+    QVERIFY2(tokenized.code == 0, qPrintable(tokenized.err));
+    std::vector<std::vector<int64_t>> ours;
+    for (const auto& l : tokenized.out.split('\n', Qt::SkipEmptyParts))
+      ours.push_back(nlohmann::json::parse(l.toStdString())["ids"].get<std::vector<int64_t>>());
+    QCOMPARE(ours.size(), texts.size());
+
+    const std::string gguf = path(tag + "_f32.gguf");
+    const auto r = tbtest::run_process(cli_, {"export", "gguf", "--config", yaml, "--output", QString::fromStdString(gguf), "--type", "f32"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const auto f = tbtest::parse_gguf(tbtest::read_file(gguf));
+    QCOMPARE(f.kv.at("general.architecture").s(), qwen ? modelType.toStdString() : std::string("llama"));
+    QCOMPARE(f.kv.at("tokenizer.ggml.model").s(), std::string("gpt2"));
+    const bool add_bos = f.kv.at("tokenizer.ggml.add_bos_token").b();
+    std::vector<std::vector<int64_t>> sequences;
+    for (size_t i = 0; i < texts_.size(); ++i) {  // what eval scores: [BOS] + ids + EOS
+      std::vector<int64_t> seq;
+      if (add_bos) seq.push_back(static_cast<int64_t>(f.kv.at("tokenizer.ggml.bos_token_id").u()));
+      seq.insert(seq.end(), ours[i].begin(), ours[i].end());
+      seq.push_back(static_cast<int64_t>(f.kv.at("tokenizer.ggml.eos_token_id").u()));
+      sequences.push_back(seq);
+    }
+    QString error;
+    const auto ref = tbtest::run_llama_cpp_reference(gguf, texts, "", 0, &error, {}, sequences);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    for (size_t i = 0; i < texts.size(); ++i)
+      QVERIFY2(ref["texts"][i]["ids"].get<std::vector<int64_t>>() == ours[i],
+               qPrintable(QString::fromStdString("llama.cpp splits '" + texts[i] + "' as " + ref["texts"][i]["ids"].dump())));
+    const auto eval = tbtest::run_process(cli_, {"eval", "--config", yaml});
+    QVERIFY2(eval.code == 0, qPrintable(eval.err));
+    const auto result = nlohmann::json::parse(tbtest::last_line(eval.out).toStdString());
+    if (!ref["loss"].is_number() || !result["loss"].is_number())
+      QFAIL(qPrintable(QString::fromStdString("no loss: llama.cpp " + ref["loss"].dump() + " over " +
+                                              ref["positions"].dump() + ", eval " + result.dump())));
+    qInfo("%s: llama.cpp loss %.5f over %d positions, eval %.5f over %d", tag.c_str(), ref["loss"].get<double>(),
+          ref["positions"].get<int>(), result["loss"].get<double>(), result["tokens"].get<int>());
+    QCOMPARE(ref["positions"].get<int64_t>(), result["tokens"].get<int64_t>());
+    QVERIFY(std::fabs(ref["loss"].get<double>() - result["loss"].get<double>()) < 1e-4);
+  }
+
+ private Q_SLOTS:
   // Rows of 256 and 512: real q4_K, q5_K and q6_K super-blocks (random weights large enough that the
   // logits are far from uniform, so a misread block moves the loss).
   void superBlocksReadInLlamaCpp_data() {

@@ -17,8 +17,12 @@
 namespace tbtest {
 
 // The reference's JSON line (see llama_cpp_reference.mjs); null with `error` set when it cannot run.
+// `lora`: a LoRA adapter GGUF applied on the model (empty: none); `sequences`: ids to score as they are
+// (empty: BOS + each text's ids + EOS).
 inline nlohmann::json run_llama_cpp_reference(const std::string& model, const std::vector<std::string>& texts,
-                                              const std::string& prompt, int max_new_tokens, QString* error) {
+                                              const std::string& prompt, int max_new_tokens, QString* error,
+                                              const std::string& lora = {},
+                                              const std::vector<std::vector<int64_t>>& sequences = {}) {
   QString node = qEnvironmentVariable("TB_NODE");
   if (node.isEmpty()) node = QStandardPaths::findExecutable("node");
   if (node.isEmpty()) {
@@ -34,6 +38,8 @@ inline nlohmann::json run_llama_cpp_reference(const std::string& model, const st
   const std::string request_path = tmp.filePath("request.json").toStdString();
   nlohmann::json request = {{"model", model}, {"texts", texts}};
   if (!prompt.empty()) request.update({{"prompt", prompt}, {"max_new_tokens", max_new_tokens}});
+  if (!lora.empty()) request["lora"] = lora;
+  if (!sequences.empty()) request["sequences"] = sequences;
   std::ofstream(request_path) << request.dump();
   const auto r = run_process(node, {dir + "/llama_cpp_reference.mjs", QString::fromStdString(request_path)}, 300000);
   if (r.code != 0 || r.crashed) {

@@ -2,10 +2,12 @@
 // independent consumer our `export gguf` is checked against.
 //
 //   node llama_cpp_reference.mjs REQUEST.json
-// REQUEST: {"model": "m.gguf", "texts": ["..."], "prompt": "...", "max_new_tokens": N}
+// REQUEST: {"model": "m.gguf", "lora": "adapter.gguf" (optional), "texts": ["..."], "prompt": "...",
+//           "max_new_tokens": N, "sequences": [[ids...]] (optional)}
 // Prints one JSON line:
 //   {"metadata": {key: value} (scalars only), "texts": [{"ids": [...]}] (no BOS/EOS added),
-//    "loss": mean next-token cross entropy over BOS + ids + EOS of every text (nats), "positions": n,
+//    "loss": mean next-token cross entropy over BOS + ids + EOS of every text (nats), or over the given
+//    "sequences" as they are when there are any, "positions": n,
 //    "continuation": {"ids": [...], "text": "..."} greedy (arg max) from BOS + prompt, stopping at EOS}
 import {readFileSync} from "node:fs";
 import {getLlama, LlamaLogLevel} from "node-llama-cpp";
@@ -13,7 +15,10 @@ import {getLlama, LlamaLogLevel} from "node-llama-cpp";
 const request = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const llama = await getLlama({gpu: false, build: "never", logLevel: LlamaLogLevel.error});
 const model = await llama.loadModel({modelPath: request.model});
-const context = await model.createContext({contextSize: request.context_size ?? 512});
+const context = await model.createContext({
+  contextSize: request.context_size ?? 512,
+  ...(request.lora ? {lora: {adapters: [{filePath: request.lora}]}} : {}),
+});
 const sequence = context.getSequence();
 const bos = model.tokens.bos, eos = model.tokens.eos;
 
@@ -29,10 +34,14 @@ async function nextTokenProbabilities(tokens) {
 
 const texts = [];
 let nll = 0, positions = 0;
+const scored = [];
 for (const text of request.texts ?? []) {
   const ids = Array.from(model.tokenize(text, false));
   texts.push({ids});
-  for (const p of await nextTokenProbabilities([bos, ...ids, eos])) {
+  scored.push([bos, ...ids, eos]);
+}
+for (const sequence of request.sequences ?? scored) {
+  for (const p of await nextTokenProbabilities(sequence)) {
     nll -= Math.log(p);
     ++positions;
   }
