@@ -21,6 +21,7 @@
 #include "config/schema.h"
 #include "config/suggest.h"
 #include "data/open_tokenizer.h"
+#include "export/checkpoint_config.h"
 #include "export/gguf_export.h"
 #include "inference/data_preview.h"
 #include "inference/evaluate.h"
@@ -261,14 +262,26 @@ int cmd_generate(const std::string& config, const std::vector<std::string>& over
 // ---- export --------------------------------------------------------------------------------------------
 
 // Progress on stderr (a line per tenth off a terminal); the last line of stdout is the JSON result.
-int cmd_export_gguf(const std::string& config, const std::vector<std::string>& overrides,
+int cmd_export_gguf(const std::string& config, const std::string& checkpoint, const std::vector<std::string>& overrides,
                     const tb::exporting::GgufExportOptions& options) {
-  // A training config exports as it is: its keys are checked against the recipe it names (a "# recipe:"
-  // line or a bundled config's); any other file as an eval/generate config.
-  const std::string path = tb::config::find_config(config);
-  std::string recipe = path.empty() ? std::string() : tb::config::recipe_for_config(path);
-  if (recipe.empty()) recipe = tb::config::kInferenceVerbs;
-  auto cfg = load(config, overrides, recipe, true);
+  if (config.empty() == checkpoint.empty()) return fail("export gguf: give --config or --checkpoint (one of them)");
+  std::optional<tb::config::Config> cfg;
+  if (!checkpoint.empty()) {
+    try {
+      const auto result = tb::exporting::load_checkpoint_config(checkpoint, options.adapter, overrides);
+      for (const auto& d : result.diagnostics) std::cerr << d.format() << "\n";
+      if (result.ok()) cfg = result.config;
+    } catch (const std::exception& e) {
+      return fail(std::string("export gguf: ") + e.what());
+    }
+  } else {
+    // A training config exports as it is: its keys are checked against the recipe it names (a "# recipe:"
+    // line or a bundled config's); any other file needs only what builds the model and its tokenizer.
+    const std::string path = tb::config::find_config(config);
+    std::string recipe = path.empty() ? std::string() : tb::config::recipe_for_config(path);
+    if (recipe.empty() || recipe == tb::config::kInferenceVerbs) recipe = tb::config::kExportVerb;
+    cfg = load(config, overrides, recipe, true);
+  }
   if (!cfg) return kUserError;
   const bool tty = isatty(STDERR_FILENO) != 0;
   try {
@@ -299,6 +312,7 @@ int cmd_export_gguf(const std::string& config, const std::vector<std::string>& o
                                  {"tensor_types", types},
                                  {"merged_lora", result.merged_lora},
                                  {"chat_template", result.chat_template},
+                                 {"modelfile", result.modelfile.empty() ? nlohmann::json(nullptr) : nlohmann::json(result.modelfile)},
                                  {"seconds", result.seconds}};
     std::cout << tb::text::json_text(line) << "\n";
   } catch (const std::exception& e) {
@@ -473,6 +487,7 @@ struct Args {
   tb::bench::TokenizeBenchOptions tokenize;
   TokenizeArgs tokenize_lines;
   tb::exporting::GgufExportOptions gguf;
+  std::string checkpoint;
   size_t preview_samples = 3;
   bool json = false;
 };
@@ -574,12 +589,16 @@ int run_cli(int argc, char** argv) {
   export_cmd->require_subcommand(1);
   CLI::App* export_gguf = export_cmd->add_subcommand(
       "gguf", "the config's model, weights (a LoRA merged) and tokenizer as one GGUF file for llama.cpp, Ollama, LM Studio");
-  export_gguf->add_option("--config", a.config, "bundled config name or YAML file")->required();
+  export_gguf->add_option("--config", a.config, "bundled config name or YAML file");
+  export_gguf->add_option("--checkpoint", a.checkpoint,
+                          "or: a checkpoint folder Tunebench wrote (step_N/, epoch_N/): its own config, its weights");
   export_gguf->add_option("--output", a.gguf.output, "the .gguf file to write")->required();
   export_gguf->add_option("--type", a.gguf.type, "f32, f16, bf16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k")->capture_default_str();
   export_gguf->add_option("--name", a.gguf.name, "general.name (default: the checkpoint folder's name)");
   export_gguf->add_flag("--adapter", a.gguf.adapter,
                         "only the LoRA adapter (checkpointer.adapter_checkpoint), as llama.cpp's adapter file for the base model's GGUF");
+  export_gguf->add_flag("--ollama", a.gguf.ollama,
+                        "also write a Modelfile beside the file (FROM, stop tokens, the template's default system prompt)");
   add_overrides(export_gguf, a);
 
   // CLI11 would only say "a subcommand is required" for a misspelled command.
@@ -614,7 +633,7 @@ int run_cli(int argc, char** argv) {
   if (*bench_step) return cmd_bench_step(a.config, a.overrides, a.recipe, a.bench, a.progress_lines);
   if (*bench_compile) return cmd_bench_compile(a.config, a.overrides, a.bench);
   if (*bench_tokenize) return cmd_bench_tokenize(a.tokenize);
-  if (*export_gguf) return cmd_export_gguf(a.config, a.overrides, a.gguf);
+  if (*export_gguf) return cmd_export_gguf(a.config, a.checkpoint, a.overrides, a.gguf);
   return fail("no command given (see --help)");
 }
 

@@ -12,6 +12,7 @@
 #include <QUrl>
 #include <QVBoxLayout>
 
+#include "ExportDialog.h"
 #include "ModelInfo.h"
 
 namespace tb::ui {
@@ -24,6 +25,7 @@ CheckpointsPanel::CheckpointsPanel(QWidget* parent)
     : QWidget(parent), header_(new QLabel(this)), table_(new QTableWidget(0, kColumns, this)),
       reload_(new QPushButton("Reload (resume training)", this)),
       newRun_(new QPushButton("Start new run from these weights", this)), openFolder_(new QPushButton("Open folder", this)),
+      export_(new QPushButton("Export…", this)),
       watcher_(new QFileSystemWatcher(this)), refreshTimer_(new QTimer(this)) {
   table_->setHorizontalHeaderLabels(
       {"Checkpoint", "Step", "Epoch", "Loss", "Recipe", "Compile", "dtype", "Size", "Written", "Status"});
@@ -38,10 +40,13 @@ CheckpointsPanel::CheckpointsPanel(QWidget* parent)
   reload_->setObjectName("reloadButton");
   newRun_->setObjectName("newRunButton");
   openFolder_->setObjectName("openFolderButton");
+  export_->setObjectName("exportButton");
+  export_->setToolTip("Write the selected checkpoint as a GGUF file for llama.cpp, Ollama or LM Studio");
 
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(reload_);
   buttons->addWidget(newRun_);
+  buttons->addWidget(export_);
   buttons->addWidget(openFolder_);
   buttons->addStretch(1);
   buttons->addWidget(refreshButton);
@@ -61,6 +66,9 @@ CheckpointsPanel::CheckpointsPanel(QWidget* parent)
   });
   connect(newRun_, &QPushButton::clicked, this, [this] {
     if (const auto* e = selected()) Q_EMIT newRunRequested(*e);
+  });
+  connect(export_, &QPushButton::clicked, this, [this] {
+    if (auto* dialog = openExport()) dialog->show();
   });
   connect(openFolder_, &QPushButton::clicked, this, [this] {
     const auto* e = selected();
@@ -128,6 +136,14 @@ void CheckpointsPanel::select(int row) {
   updateButtons();
 }
 
+ExportDialog* CheckpointsPanel::openExport() {
+  const auto* e = selected();
+  if (!e || !e->complete) return nullptr;
+  auto* dialog = new ExportDialog(e->path, e->recipe.contains("lora"), this);
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  return dialog;
+}
+
 void CheckpointsPanel::setRunActive(bool active) {
   runActive_ = active;
   updateButtons();
@@ -138,6 +154,7 @@ void CheckpointsPanel::updateButtons() {
   const bool usable = e && e->complete && !runActive_;
   reload_->setEnabled(usable);
   newRun_->setEnabled(usable);
+  export_->setEnabled(e && e->complete);
   openFolder_->setEnabled(e || !outputDir_.isEmpty());
 }
 

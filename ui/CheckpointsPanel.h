@@ -1,6 +1,7 @@
 // The run's checkpoints, read from their manifests (step, epoch, loss, recipe, compile, dtype, size,
 // time); folders without a manifest are marked incomplete. Reload resumes training from the selected
-// checkpoint, "Start new run from these weights" fine-tunes afresh from it, "Open folder" shows it.
+// checkpoint, "Start new run from these weights" fine-tunes afresh from it, "Export…" writes it as a
+// GGUF file (ExportDialog), "Open folder" shows it.
 #pragma once
 
 #include <QVector>
@@ -16,6 +17,8 @@ class QTimer;
 
 namespace tb::ui {
 
+class ExportDialog;
+
 class CheckpointsPanel : public QWidget {
   Q_OBJECT
  public:
@@ -29,8 +32,10 @@ class CheckpointsPanel : public QWidget {
   // The selected row's checkpoint; nullptr when none.
   const CheckpointEntry* selected() const;
   void select(int row);
-  // Disables Reload / new run while a run is going.
+  // Disables Reload / new run while a run is going (export stays: it reads a finished checkpoint).
   void setRunActive(bool active);
+  // The export dialog for the selected checkpoint (non-modal, deleted on close); nullptr when none is selected.
+  ExportDialog* openExport();
 
  Q_SIGNALS:
   void reloadRequested(const tb::ui::CheckpointEntry& checkpoint);
@@ -46,6 +51,7 @@ class CheckpointsPanel : public QWidget {
   QPushButton* reload_;
   QPushButton* newRun_;
   QPushButton* openFolder_;
+  QPushButton* export_;
   QFileSystemWatcher* watcher_;
   QTimer* refreshTimer_;
   bool runActive_ = false;

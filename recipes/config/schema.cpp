@@ -119,6 +119,9 @@ bool KeySpec::applies_to(const std::string& recipe) const {
 }
 
 bool KeySpec::required_for(const std::string& recipe) const {
+  if (recipe == kExportVerb)
+    return value.required && (component_kind == "model" || component_kind == "tokenizer" ||
+                              component_kind == "checkpointer" || value.name == "output_dir");
   return value.required && applies_to(recipe) && !(training_only && recipe == kInferenceVerbs);
 }
 

@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include "checkpoint/atomic_file.h"
 #include "checkpoint/gguf_file.h"
 #include "checkpoint/hf_checkpointer.h"
 #include "checkpoint/hf_convert.h"
@@ -14,6 +15,7 @@
 #include "config/registry.h"
 #include "export/gguf_layout.h"
 #include "export/gguf_vocab.h"
+#include "export/ollama_modelfile.h"
 #include "inference/loaded_model.h"
 #include "models/layers.h"
 #include "peft/adapter.h"
@@ -108,6 +110,8 @@ GgufExportResult export_gguf(const config::Config& cfg, const GgufExportOptions&
   const auto start = std::chrono::steady_clock::now();
   if (options.output.empty()) throw std::invalid_argument("export gguf: no output file given");
   const FileType& ftype = file_type(options.type);
+  if (options.adapter && options.ollama)
+    throw std::invalid_argument("export gguf: --ollama writes a model's Modelfile; an adapter has none (leave out --adapter)");
   if (options.adapter && !adapter_type_ok(ftype.base))
     throw std::invalid_argument("export gguf --adapter: llama.cpp reads adapters in f32, f16, bf16 or q8_0, not " +
                                 options.type);
@@ -130,6 +134,7 @@ GgufExportResult export_gguf(const config::Config& cfg, const GgufExportOptions&
   if (name.empty() && ck.checkpoint_dir) name = std::filesystem::path(*ck.checkpoint_dir).lexically_normal().filename().string();
   if (name.empty()) name = "tunebench-model";
 
+  std::optional<data::ChatTemplate> chat_template;
   TensorTypeContext context;
   context.num_layers = args.num_layers;
   std::vector<checkpoint::GgufTensor> tensors;
@@ -179,8 +184,9 @@ GgufExportResult export_gguf(const config::Config& cfg, const GgufExportOptions&
     kv.set_u32("general.file_type", ftype.llama_ftype);
     kv.set_u32("general.quantization_version", 2);
     add_tokenizer_metadata(kv, *loaded.tokenizer, args.vocab_size, args.family);
-    if (const auto chat = find_chat_template(*loaded.tokenizer, ck.checkpoint_dir)) {
-      kv.set_string("tokenizer.chat_template", *chat);
+    chat_template = find_chat_template(*loaded.tokenizer, ck.checkpoint_dir);
+    if (chat_template) {
+      kv.set_string("tokenizer.chat_template", chat_template->source());
       result.chat_template = true;
     }
     context.has_output = hf.count("lm_head.weight") > 0;
@@ -204,6 +210,15 @@ GgufExportResult export_gguf(const config::Config& cfg, const GgufExportOptions&
 
   torch::NoGradGuard no_grad;
   result.bytes = checkpoint::write_gguf(options.output, kv, tensors, progress);
+  if (options.ollama) {
+    const std::filesystem::path gguf(options.output);
+    Modelfile modelfile;
+    modelfile.from = "./" + gguf.filename().string();
+    for (int64_t id : loaded.tokenizer->stop_tokens()) modelfile.stop.push_back(loaded.tokenizer->id_to_token(id));
+    if (chat_template) modelfile.system = default_system_prompt(*chat_template);
+    result.modelfile = (gguf.parent_path() / "Modelfile").string();
+    checkpoint::write_file_atomic(result.modelfile, modelfile_text(modelfile));
+  }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

@@ -24,6 +24,7 @@ struct GgufExportOptions {
   std::string type = "f16";  // export/gguf_layout.h file_types()
   std::string name;          // general.name; empty: the checkpoint folder's name
   bool adapter = false;      // write the LoRA adapter alone, as a llama.cpp adapter file (applied on the base)
+  bool ollama = false;       // also write a Modelfile beside the GGUF (export/ollama_modelfile.h)
 };
 
 struct GgufExportResult {
@@ -35,6 +36,7 @@ struct GgufExportResult {
   std::string architecture;
   bool merged_lora = false;
   bool chat_template = false;  // tokenizer.chat_template written
+  std::string modelfile;       // the Modelfile written (--ollama), else empty
   std::string weights;         // where the weights came from
   std::vector<std::string> warnings;
 };

@@ -127,12 +127,11 @@ void add_tokenizer_metadata(checkpoint::GgufMetadata& kv, const data::Tokenizer&
       "tokenizer.json / vocab.json + merges.txt are)");
 }
 
-std::optional<std::string> find_chat_template(const data::Tokenizer& tokenizer,
-                                              const std::optional<std::string>& checkpoint_dir) {
+std::optional<data::ChatTemplate> find_chat_template(const data::Tokenizer& tokenizer,
+                                                     const std::optional<std::string>& checkpoint_dir) {
   if (const auto* hf = dynamic_cast<const data::HfTokenizer*>(&tokenizer); hf && hf->chat_template())
-    return hf->chat_template()->source();
-  if (checkpoint_dir)
-    if (const auto found = data::ChatTemplate::from_model_dir(*checkpoint_dir)) return found->source();
+    return *hf->chat_template();
+  if (checkpoint_dir) return data::ChatTemplate::from_model_dir(*checkpoint_dir);
   return std::nullopt;
 }
 

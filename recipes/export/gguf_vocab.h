@@ -14,6 +14,7 @@
 #include <string>
 
 #include "checkpoint/gguf_file.h"
+#include "data/chat_template.h"
 #include "data/tokenizer.h"
 #include "models/model_args.h"
 
@@ -25,6 +26,7 @@ void add_tokenizer_metadata(checkpoint::GgufMetadata& kv, const data::Tokenizer&
 
 // The chat template to record (tokenizer.chat_template): the tokenizer's own (a model folder's
 // tokenizer_config.json), else the one in `checkpoint_dir`; nullopt when there is none.
-std::optional<std::string> find_chat_template(const data::Tokenizer& tokenizer, const std::optional<std::string>& checkpoint_dir);
+std::optional<data::ChatTemplate> find_chat_template(const data::Tokenizer& tokenizer,
+                                                     const std::optional<std::string>& checkpoint_dir);
 
 }  // namespace tb::exporting

@@ -23,7 +23,9 @@
 #include "config/config.h"
 #include "config/registry.h"
 #include "config/schema.h"
+#include "data/chat_template.h"
 #include "export/gguf_layout.h"
+#include "export/ollama_modelfile.h"
 #include "gguf_reader.h"
 #include "models/transformer.h"
 #include "peft/adapter.h"
@@ -399,6 +401,55 @@ class TestGguf : public QObject {
     const auto down = hf.at("model.layers.1.mlp.down_proj.weight") + delta("mlp.w2");
     QVERIFY(torch::allclose(f32_tensor(f, "blk.1.ffn_down.weight"), down, 1e-5, 1e-6));
     QVERIFY(!torch::allclose(f32_tensor(f, "blk.1.ffn_down.weight"), hf.at("model.layers.1.mlp.down_proj.weight"), 1e-3, 1e-4));
+  }
+
+  // --ollama: a Modelfile beside the file, FROM it, stopping at the turn's end token, with the system
+  // prompt the chat template writes when a conversation has none (Qwen2.5's); the GGUF carries the template.
+  void writesAnOllamaModelfile() {
+    const std::string folder = path("qwen_folder");
+    std::filesystem::create_directories(folder);
+    std::filesystem::copy_file(kSource + "/tests/data/tokenizers/qwen/tokenizer.json", folder + "/tokenizer.json");
+    std::filesystem::copy_file(kSource + "/tests/data/chat_templates/qwen2.5.jinja", folder + "/chat_template.jinja");
+    tbtest::write_file(folder + "/tokenizer_config.json",
+                       R"({"bos_token": null, "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"})");
+    tbtest::write_file(folder + "/config.json",
+                       nlohmann::json{{"model_type", "qwen2"}, {"hidden_size", 64}, {"intermediate_size", 128},
+                                      {"num_attention_heads", 2}, {"num_key_value_heads", 1}, {"num_hidden_layers", 1},
+                                      {"vocab_size", 1920}, {"max_position_embeddings", 128},
+                                      {"tie_word_embeddings", true}, {"rope_theta", 1000000.0}}.dump());
+    const std::string yaml = path("qwen.yaml");
+    tbtest::write_file(yaml, "output_dir: " + path("qwen_out") + "\nmodel:\n  _component_: tunebench.models.from_hf_config\n  path: " +
+                                 folder + "\ntokenizer:\n  _component_: tunebench.data.hf_tokenizer\n  path: " + folder +
+                                 "\ncheckpointer:\n  _component_: torchtune.training.FullModelHFCheckpointer\n  checkpoint_dir: null\n"
+                                 "  model_type: QWEN2\n  output_dir: " + path("qwen_out") + "\ndevice: cpu\ndtype: fp32\n");
+    const std::string out = path("ollama/qwen-tiny.gguf");
+    std::filesystem::create_directories(path("ollama"));
+    const auto r = tbtest::run_process(cli_, {"export", "gguf", "--config", QString::fromStdString(yaml), "--output",
+                                              QString::fromStdString(out), "--type", "q8_0", "--ollama"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const std::string modelfile = tbtest::read_file(path("ollama/Modelfile"));
+    QVERIFY2(modelfile.find("\nFROM ./qwen-tiny.gguf\n") != std::string::npos, modelfile.c_str());
+    QVERIFY2(modelfile.find("\nPARAMETER stop \"<|im_end|>\"\n") != std::string::npos, modelfile.c_str());
+    QVERIFY2(modelfile.find("\nSYSTEM \"\"\"You are Qwen, created by Alibaba Cloud. You are a helpful assistant.\"\"\"\n") !=
+                 std::string::npos, modelfile.c_str());
+    const auto f = tbtest::parse_gguf(tbtest::read_file(out));
+    QCOMPARE(f.kv.at("tokenizer.chat_template").s(), tbtest::read_file(kSource + "/tests/data/chat_templates/qwen2.5.jinja"));
+    QCOMPARE(f.kv.at("general.architecture").s(), std::string("qwen2"));
+    QVERIFY(f.kv.count("tokenizer.ggml.bos_token_id") == 0);
+    QVERIFY(!f.kv.at("tokenizer.ggml.add_bos_token").b());
+    QVERIFY_THROWS_NO_EXCEPTION(f.tensor("blk.0.attn_q.bias"));
+    QCOMPARE(f.tensor("blk.0.attn_q.bias").type, 0u);  // 1-D: f32
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, f.tensor("output.weight"));  // tied: llama.cpp uses token_embd
+
+    // Templates without a default system prompt give none; one that refuses a system message too.
+    tb::data::ChatTemplate smol(tbtest::read_file(kSource + "/tests/data/chat_templates/smollm2.jinja"), "smollm2");
+    QCOMPARE(tb::exporting::default_system_prompt(smol).value_or(""),
+             std::string("You are a helpful AI assistant named SmolLM, trained by Hugging Face"));
+    tb::data::ChatTemplate llama(tbtest::read_file(kSource + "/tests/data/chat_templates/llama3.2.jinja"), "llama3.2");
+    // Llama 3.2 writes its knowledge cutoff and date before any system text, with or without one: no default.
+    QVERIFY(!tb::exporting::default_system_prompt(llama).has_value());
+    tb::data::ChatTemplate plain("{% for m in messages %}{{ m.content }}{% endfor %}", "plain");
+    QVERIFY(!tb::exporting::default_system_prompt(plain).has_value());
   }
 
   // Refusals: an unknown type names the accepted ones; a folder that does not exist leaves nothing.

@@ -1,0 +1,53 @@
+#include "export/checkpoint_config.h"
+
+#include <filesystem>
+#include <stdexcept>
+
+#include "components/builtin.h"
+#include "config/registry.h"
+#include "training/run_checkpoint.h"
+
+namespace tb::exporting {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool has_model_weights(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("model", 0) == 0 && entry.path().extension() == ".safetensors") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+config::LoadResult load_checkpoint_config(const std::string& checkpoint_dir, bool adapter,
+                                          const std::vector<std::string>& overrides) {
+  const fs::path dir = fs::absolute(checkpoint_dir).lexically_normal();
+  const auto manifest = training::read_manifest(dir.string());
+  if (!manifest)
+    throw std::runtime_error(dir.string() + ": not a complete Tunebench checkpoint (no " +
+                             training::kManifestName + ")");
+  if (!manifest->contains("config") || !(*manifest)["config"].is_string())
+    throw std::runtime_error(dir.string() + "/" + training::kManifestName + ": holds no config");
+  const bool weights = has_model_weights(dir);
+  const bool adapter_files = fs::exists(dir / "adapter_model.safetensors");
+  if (!weights && !adapter_files)
+    throw std::runtime_error(dir.string() + ": holds neither model weights nor a LoRA adapter");
+  if (adapter && !adapter_files)
+    throw std::runtime_error(dir.string() + ": holds no LoRA adapter (adapter_model.safetensors) to export");
+
+  config::LoadOptions options;
+  options.registry = &components::builtin();
+  options.recipe = manifest->value("recipe", std::string());
+  if (weights) options.overrides.push_back("checkpointer.checkpoint_dir=" + dir.string());
+  options.overrides.push_back(adapter || !weights ? "checkpointer.adapter_checkpoint=" + dir.string()
+                                                  : std::string("checkpointer.adapter_checkpoint=null"));
+  options.overrides.insert(options.overrides.end(), overrides.begin(), overrides.end());
+  return config::load_text((*manifest)["config"].get<std::string>(), (dir / training::kManifestName).string(), options);
+}
+
+}  // namespace tb::exporting
