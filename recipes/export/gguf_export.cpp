@@ -88,8 +88,14 @@ void add_architecture_metadata(checkpoint::GgufMetadata& kv, const std::string& 
   }
   kv.set_f32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(a.norm_eps));
   kv.set_f32(arch + ".rope.freq_base", static_cast<float>(a.rope_base));
-  if (a.rope_scaling && a.rope_scaling->type != models::RopeType::llama3)
-    throw std::invalid_argument("export gguf: this model's rotary scaling is not exported yet (llama3's is)");
+  if (a.sliding_window > 0 && arch == "phi3") kv.set_u32(arch + ".attention.sliding_window", u32(a.sliding_window));
+  if (!a.rope_scaling || a.rope_scaling->type == models::RopeType::llama3) return;  // llama3: rope_freqs tensor
+  if (a.rope_scaling->type == models::RopeType::longrope && arch == "phi3") {
+    kv.set_u32(arch + ".rope.scaling.original_context_length", u32(a.rope_scaling->old_context_len));
+    kv.set_f32(arch + ".rope.scaling.attn_factor", static_cast<float>(a.rope_scaling->attention_factor));
+    return;  // the factors: rope_factors_short/long tensors
+  }
+  throw std::invalid_argument("export gguf: this model's rotary scaling is not exported yet (llama3's and Phi's longrope are)");
 }
 
 bool adapter_type_ok(quant::GgmlType t) {
@@ -98,7 +104,7 @@ bool adapter_type_ok(quant::GgmlType t) {
 
 // Sort key: the embedding first, then the layers in order, then the final norm and the output.
 std::pair<int, std::string> tensor_order(const std::string& name) {
-  if (name == "token_embd.weight" || name == "rope_freqs.weight") return {0, name};
+  if (name == "token_embd.weight" || name.rfind("rope_f", 0) == 0) return {0, name};
   if (name.rfind("blk.", 0) == 0) return {1, name};
   return {2, name};
 }
@@ -195,6 +201,13 @@ GgufExportResult export_gguf(const config::Config& cfg, const GgufExportOptions&
       std::vector<uint64_t> ne(lazy.shape.rbegin(), lazy.shape.rend());
       add(n, lazy.shape, gguf_tensor_type(n, ne, ftype, context),
           [make = lazy.make, n, &args, arch] { return to_llama_cpp_layout(n, make(), args, arch); });
+    }
+    if (args.rope_scaling && args.rope_scaling->type == models::RopeType::longrope) {
+      // llama.cpp takes the long factors past original_max_position_embeddings; we train and run with the
+      // short ones at every length, so both tensors hold those.
+      std::vector<float> factors(args.rope_scaling->short_factor.begin(), args.rope_scaling->short_factor.end());
+      for (const char* n : {"rope_factors_long.weight", "rope_factors_short.weight"})
+        add(n, {static_cast<int64_t>(factors.size())}, quant::GgmlType::F32, [factors] { return torch::tensor(factors); });
     }
     if (args.rope_scaling && args.rope_scaling->type == models::RopeType::llama3) {
       const auto factors = llama3_rope_factors(args);

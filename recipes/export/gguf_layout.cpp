@@ -64,9 +64,10 @@ std::string gguf_architecture(models::Family family) {
     case models::Family::mistral: return "llama";
     case models::Family::qwen2: return "qwen2";
     case models::Family::qwen3: return "qwen3";
+    case models::Family::phi3: return "phi3";
     default:
       throw std::invalid_argument(std::string("export gguf: the ") + models::family_name(family) +
-                                  " family is not exported yet (llama, mistral, qwen2 and qwen3 are)");
+                                  " family is not exported yet (llama, mistral, qwen2, qwen3 and phi3 are)");
   }
 }
 

@@ -56,6 +56,7 @@ std::string pre_tokenizer_name(models::Family family, const data::BpeTokenizer& 
     case models::Family::qwen2:
     case models::Family::qwen3: return "qwen2";
     case models::Family::llama: return bpe.has_llama3_chat_tokens() ? "llama-bpe" : "smollm";
+    case models::Family::phi3: return "gpt-4o";  // Phi-4-mini's o200k-style split
     default:
       throw std::invalid_argument(std::string("export gguf: a byte-level BPE tokenizer for the ") +
                                   models::family_name(family) + " family is not exported yet");

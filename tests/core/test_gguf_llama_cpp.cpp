@@ -263,7 +263,8 @@ class TestGgufLlamaCpp : public QObject {
   }
 
   // Byte-level BPE families on a random model of each architecture (Qwen2's q/k/v biases and tied
-  // embedding, Qwen3's q/k norms, both with NeoX rotary; SmolLM2 and Llama 3 on Llama's) with each
+  // embedding, Qwen3's q/k norms, both with NeoX rotary; SmolLM2 and Llama 3 on Llama's; Phi-4-mini's
+  // fused qkv and gate_up, partial rotary and longrope factors, tied embedding) with each
   // family's tokenizer.json fixture: llama.cpp splits text as ours does (the pre-tokenizer name chosen
   // per family picks its split pattern) and scores the sequences eval scores as eval does (f32).
   void bpeFamiliesSplitAndScoreAsWeDo_data() {
@@ -273,6 +274,7 @@ class TestGgufLlamaCpp : public QObject {
     QTest::newRow("qwen3") << "qwen3" << "qwen";
     QTest::newRow("smollm2") << "llama" << "smollm2";
     QTest::newRow("llama3") << "llama" << "llama3";
+    QTest::newRow("phi4_mini") << "phi3" << "phi4_mini";
   }
   void bpeFamiliesSplitAndScoreAsWeDo() {
     QFETCH(QString, modelType);
@@ -296,13 +298,20 @@ class TestGgufLlamaCpp : public QObject {
     for (const auto& [k, v] : tok["model"]["vocab"].items()) max_id = std::max<int64_t>(max_id, v.get<int64_t>());
     for (const auto& t : tok["added_tokens"]) max_id = std::max<int64_t>(max_id, t["id"].get<int64_t>());
     const int64_t vocab = (max_id + 1 + 63) / 64 * 64;
-    const bool qwen = modelType.startsWith("qwen"), tied = modelType == "qwen2";
-    const nlohmann::json config = {{"model_type", modelType.toStdString()}, {"hidden_size", 128},
+    const bool qwen = modelType.startsWith("qwen"), phi = modelType == "phi3", tied = modelType == "qwen2" || phi;
+    nlohmann::json config = {{"model_type", modelType.toStdString()}, {"hidden_size", 128},
                                    {"intermediate_size", 256}, {"num_attention_heads", 4},
                                    {"num_key_value_heads", 2}, {"head_dim", 32}, {"num_hidden_layers", 2},
                                    {"rms_norm_eps", 1e-6}, {"rope_theta", qwen ? 1000000.0 : 10000.0},
                                    {"max_position_embeddings", 512}, {"vocab_size", vocab},
                                    {"tie_word_embeddings", tied}, {"torch_dtype", "float32"}};
+    if (phi) {  // rotary on 24 of 32 dims, longrope past 256 positions
+      std::vector<double> short_factor;
+      for (int i = 0; i < 12; ++i) short_factor.push_back(1.0 + 0.15 * i);
+      config["partial_rotary_factor"] = 0.75;
+      config["original_max_position_embeddings"] = 256;
+      config["rope_scaling"] = {{"type", "longrope"}, {"short_factor", short_factor}, {"long_factor", short_factor}};
+    }
     std::ofstream(folder + "/config.json") << config.dump(2);
     torch::manual_seed(21);
     std::map<std::string, torch::Tensor> w;
@@ -315,9 +324,16 @@ class TestGgufLlamaCpp : public QObject {
       const std::string l = "model.layers." + std::to_string(i) + ".";
       w[l + "input_layernorm.weight"] = 1 + randn({128}, 0.1);
       w[l + "post_attention_layernorm.weight"] = 1 + randn({128}, 0.1);
-      w[l + "self_attn.q_proj.weight"] = randn({128, 128}, 0.15);
-      w[l + "self_attn.k_proj.weight"] = randn({64, 128}, 0.15);
-      w[l + "self_attn.v_proj.weight"] = randn({64, 128}, 0.09);
+      if (phi) {
+        w[l + "self_attn.qkv_proj.weight"] = torch::cat({randn({192, 128}, 0.15), randn({64, 128}, 0.09)});
+        w[l + "mlp.gate_up_proj.weight"] = randn({512, 128}, 0.09);
+      } else {
+        w[l + "self_attn.q_proj.weight"] = randn({128, 128}, 0.15);
+        w[l + "self_attn.k_proj.weight"] = randn({64, 128}, 0.15);
+        w[l + "self_attn.v_proj.weight"] = randn({64, 128}, 0.09);
+        w[l + "mlp.gate_proj.weight"] = randn({256, 128}, 0.09);
+        w[l + "mlp.up_proj.weight"] = randn({256, 128}, 0.09);
+      }
       w[l + "self_attn.o_proj.weight"] = randn({128, 128}, 0.09);
       if (modelType == "qwen2") {
         w[l + "self_attn.q_proj.bias"] = randn({128}, 0.5);
@@ -328,8 +344,6 @@ class TestGgufLlamaCpp : public QObject {
         w[l + "self_attn.q_norm.weight"] = 1 + randn({32}, 0.2);
         w[l + "self_attn.k_norm.weight"] = 1 + randn({32}, 0.2);
       }
-      w[l + "mlp.gate_proj.weight"] = randn({256, 128}, 0.09);
-      w[l + "mlp.up_proj.weight"] = randn({256, 128}, 0.09);
       w[l + "mlp.down_proj.weight"] = randn({128, 256}, 0.06);
     }
     tb::checkpoint::save_safetensors(folder + "/model.safetensors", w);
@@ -338,7 +352,7 @@ class TestGgufLlamaCpp : public QObject {
         << "model:\n  _component_: tunebench.models.from_hf_config\n  path: " << folder << "\n"
         << "tokenizer:\n  _component_: tunebench.data.hf_tokenizer\n  path: " << folder << "\n  max_seq_len: 512\n"
         << "checkpointer:\n  _component_: torchtune.training.FullModelHFCheckpointer\n  checkpoint_dir: " << folder
-        << "\n  model_type: " << (qwen ? modelType.toUpper().toStdString() : std::string("LLAMA3"))
+        << "\n  model_type: " << (qwen ? modelType.toUpper().toStdString() : phi ? std::string("PHI4") : std::string("LLAMA3"))
         << "\n  output_dir: " << path(tag + "_out") << "\n"
         << "dataset:\n  _component_: torchtune.datasets.text_completion_dataset\n  source: text\n  data_files: "
         << textsFile_.toStdString() << "\n"
@@ -366,7 +380,7 @@ class TestGgufLlamaCpp : public QObject {
     const auto r = tbtest::run_process(cli_, {"export", "gguf", "--config", yaml, "--output", QString::fromStdString(gguf), "--type", "f32"});
     QVERIFY2(r.code == 0, qPrintable(r.err));
     const auto f = tbtest::parse_gguf(tbtest::read_file(gguf));
-    QCOMPARE(f.kv.at("general.architecture").s(), qwen ? modelType.toStdString() : std::string("llama"));
+    QCOMPARE(f.kv.at("general.architecture").s(), qwen || phi ? modelType.toStdString() : std::string("llama"));
     QCOMPARE(f.kv.at("tokenizer.ggml.model").s(), std::string("gpt2"));
     const bool add_bos = f.kv.at("tokenizer.ggml.add_bos_token").b();
     std::vector<std::vector<int64_t>> sequences;
