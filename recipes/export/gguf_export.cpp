@@ -37,14 +37,16 @@ checkpoint::LazyStateDict merged_weights(const inference::LoadedModel& loaded, b
                           loras.front().second->rank());
 }
 
-// llama.cpp's "llama" architecture turns pairs (x[2i], x[2i+1]) of a head, as Meta's checkpoints (and
-// ours) lay out q and k; Hugging Face's rows are moved back, as llama.cpp's converter moves them.
+// What llama.cpp's converter changes besides names. Its "llama" architecture turns pairs (x[2i],
+// x[2i+1]) of a head, as Meta's checkpoints (and ours) lay out q and k: Hugging Face's rows are moved
+// back. Gemma's norms scale by (1 + w); llama.cpp's by w, so the converter stores 1 + w.
 torch::Tensor to_llama_cpp_layout(const std::string& gguf_name, torch::Tensor t, const models::ModelArgs& args,
                                   const std::string& arch) {
-  if (arch != "llama") return t;
   const auto ends = [&](const std::string& tail) {
     return gguf_name.size() > tail.size() && gguf_name.compare(gguf_name.size() - tail.size(), tail.size(), tail) == 0;
   };
+  if (args.norm_offset && ends("norm.weight")) return t.to(torch::kFloat) + 1;
+  if (arch != "llama") return t;
   if (ends(".attn_q.weight") || ends(".attn_q.bias"))
     return checkpoint::permute_hf_to_interleaved(t, args.num_heads, args.rotary_dim());
   if (ends(".attn_k.weight") || ends(".attn_k.bias"))
@@ -72,6 +74,36 @@ std::vector<float> llama3_rope_factors(const models::ModelArgs& args) {
   return factors;
 }
 
+// Gemma's differences, as llama.cpp reads them. llama.cpp fixes what our config.json reading leaves
+// open: which layers slide (Gemma 2: the even ones; Gemma 3: all but every sixth), the sliding layers'
+// rotary base (10000) and the attention scale (head_dim^-1/2, or (dim/heads)^-1/2 for the 27B models it
+// recognises by their layer count); a model that differs cannot be written faithfully and is refused.
+void add_gemma_metadata(checkpoint::GgufMetadata& kv, const std::string& arch, const models::ModelArgs& a) {
+  const auto refuse = [&](const std::string& what) {
+    throw std::invalid_argument("export gguf: llama.cpp's " + arch + " " + what);
+  };
+  kv.set_u32(arch + ".attention.key_length", static_cast<uint32_t>(a.head_dim()));
+  kv.set_u32(arch + ".attention.value_length", static_cast<uint32_t>(a.head_dim()));
+  if (arch == "gemma2" && (a.attn_softcap <= 0 || a.final_softcap <= 0))
+    refuse("always soft-caps attention scores and logits; this model does not");  // (defaults 50 and 30)
+  if (a.attn_softcap > 0) kv.set_f32(arch + ".attn_logit_softcapping", static_cast<float>(a.attn_softcap));
+  if (a.final_softcap > 0) kv.set_f32(arch + ".final_logit_softcapping", static_cast<float>(a.final_softcap));
+  if (a.sliding_window > 0) {
+    for (int64_t i = 0; i < a.num_layers; ++i) {
+      const bool expected = arch == "gemma2" ? i % 2 == 0 : (i + 1) % 6 != 0;
+      if (a.layer_slides(i) != expected) refuse("slides fixed layers; this model's layer " + std::to_string(i) + " differs");
+    }
+    if (arch == "gemma3" && a.rope_local_base != 0 && a.rope_local_base != 10000.0)
+      refuse("turns sliding layers with rotary base 10000, this model with " + std::to_string(a.rope_local_base));
+  }
+  if (arch == "gemma") return;
+  const bool big = (arch == "gemma2" && a.num_layers == 46) || (arch == "gemma3" && a.num_layers == 62);
+  const double scalar = big ? double(a.embed_dim / a.num_heads) : double(a.head_dim());
+  if (a.query_pre_attn_scalar != 0 && a.query_pre_attn_scalar != scalar)
+    refuse("scales attention by " + std::to_string(scalar) + "^-1/2 for this shape; query_pre_attn_scalar is " +
+           std::to_string(a.query_pre_attn_scalar));
+}
+
 void add_architecture_metadata(checkpoint::GgufMetadata& kv, const std::string& arch, const models::ModelArgs& a) {
   const auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
   kv.set_u32(arch + ".vocab_size", u32(a.vocab_size));
@@ -82,14 +114,20 @@ void add_architecture_metadata(checkpoint::GgufMetadata& kv, const std::string& 
   kv.set_u32(arch + ".rope.dimension_count", u32(a.rotary_dim()));
   kv.set_u32(arch + ".attention.head_count", u32(a.num_heads));
   kv.set_u32(arch + ".attention.head_count_kv", u32(a.num_kv_heads));
-  if (a.head_dim() * a.num_heads != a.embed_dim) {
+  if (a.head_dim() * a.num_heads != a.embed_dim && arch.rfind("gemma", 0) != 0) {  // Gemma: always written
     kv.set_u32(arch + ".attention.key_length", u32(a.head_dim()));
     kv.set_u32(arch + ".attention.value_length", u32(a.head_dim()));
   }
   kv.set_f32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(a.norm_eps));
   kv.set_f32(arch + ".rope.freq_base", static_cast<float>(a.rope_base));
-  if (a.sliding_window > 0 && arch == "phi3") kv.set_u32(arch + ".attention.sliding_window", u32(a.sliding_window));
+  if (a.sliding_window > 0 && arch != "llama") kv.set_u32(arch + ".attention.sliding_window", u32(a.sliding_window));
+  if (arch.rfind("gemma", 0) == 0) add_gemma_metadata(kv, arch, a);
   if (!a.rope_scaling || a.rope_scaling->type == models::RopeType::llama3) return;  // llama3: rope_freqs tensor
+  if (a.rope_scaling->type == models::RopeType::linear && arch == "gemma3") {
+    kv.set_string(arch + ".rope.scaling.type", "linear");
+    kv.set_f32(arch + ".rope.scaling.factor", static_cast<float>(a.rope_scaling->scale_factor));
+    return;
+  }
   if (a.rope_scaling->type == models::RopeType::longrope && arch == "phi3") {
     kv.set_u32(arch + ".rope.scaling.original_context_length", u32(a.rope_scaling->old_context_len));
     kv.set_f32(arch + ".rope.scaling.attn_factor", static_cast<float>(a.rope_scaling->attention_factor));

@@ -65,10 +65,11 @@ std::string gguf_architecture(models::Family family) {
     case models::Family::qwen2: return "qwen2";
     case models::Family::qwen3: return "qwen3";
     case models::Family::phi3: return "phi3";
-    default:
-      throw std::invalid_argument(std::string("export gguf: the ") + models::family_name(family) +
-                                  " family is not exported yet (llama, mistral, qwen2, qwen3 and phi3 are)");
+    case models::Family::gemma: return "gemma";
+    case models::Family::gemma2: return "gemma2";
+    case models::Family::gemma3: return "gemma3";
   }
+  throw std::invalid_argument("export gguf: unknown model family");
 }
 
 std::optional<std::string> gguf_tensor_name(const std::string& hf_name, const models::ModelArgs& args) {

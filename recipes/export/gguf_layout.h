@@ -16,7 +16,8 @@
 
 namespace tb::exporting {
 
-// llama.cpp's architecture name for a family; throws std::invalid_argument for one we do not export yet.
+// llama.cpp's architecture name for a family: llama (Llama, Mistral, SmolLM2), qwen2, qwen3, phi3, gemma,
+// gemma2, gemma3.
 std::string gguf_architecture(models::Family family);
 
 // The GGUF name of a Hugging Face tensor name (model.layers.3.self_attn.q_proj.weight ->
