@@ -227,7 +227,9 @@ GgufExportResult export_gguf(const config::Config& cfg, const GgufExportOptions&
     add_architecture_metadata(kv, arch, args);
     kv.set_u32("general.file_type", ftype.llama_ftype);
     kv.set_u32("general.quantization_version", 2);
-    add_tokenizer_metadata(kv, *loaded.tokenizer, args.vocab_size, args.family);
+    std::filesystem::path tokenizer_dir = cfg.get_string("tokenizer.path", "");
+    if (!tokenizer_dir.empty() && !std::filesystem::is_directory(tokenizer_dir)) tokenizer_dir = tokenizer_dir.parent_path();
+    add_tokenizer_metadata(kv, *loaded.tokenizer, args.vocab_size, args.family, tokenizer_dir.string());
     chat_template = find_chat_template(*loaded.tokenizer, ck.checkpoint_dir);
     if (chat_template) {
       kv.set_string("tokenizer.chat_template", chat_template->source());

@@ -1,6 +1,7 @@
 #include "export/gguf_vocab.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <stdexcept>
 
@@ -70,7 +71,8 @@ void add_byte_level_bpe(checkpoint::GgufMetadata& kv, const data::BpeTokenizer& 
   if (!bpe.pipeline().byte_level() || model.from_ranks())
     throw std::invalid_argument(
         "export gguf: only byte-level BPE vocabularies with merges export (a tokenizer.json or vocab.json + "
-        "merges.txt; a tiktoken tokenizer.model does not list its merges)");
+        "merges.txt; a tiktoken tokenizer.model does not list its merges); a SentencePiece-style tokenizer.json "
+        "(Gemma's) needs its tokenizer.model beside it");
   std::map<int64_t, data::AddedToken> added;
   for (const auto& t : bpe.added_tokens()) added.emplace(t.id, t);
   std::vector<std::string> tokens;
@@ -106,12 +108,21 @@ void add_byte_level_bpe(checkpoint::GgufMetadata& kv, const data::BpeTokenizer& 
 }  // namespace
 
 void add_tokenizer_metadata(checkpoint::GgufMetadata& kv, const data::Tokenizer& tokenizer, int64_t model_vocab_size,
-                            models::Family family) {
+                            models::Family family, const std::string& tokenizer_dir) {
   if (const auto* spm = dynamic_cast<const data::SentencePieceTokenizer*>(&tokenizer)) {
     add_sentencepiece(kv, *spm, model_vocab_size);
     return;
   }
   if (const auto* hf = dynamic_cast<const data::HfTokenizer*>(&tokenizer)) {
+    const std::string model_file = tokenizer_dir.empty() ? std::string() : tokenizer_dir + "/tokenizer.model";
+    if (!hf->bpe().pipeline().byte_level() && !model_file.empty() && std::filesystem::exists(model_file)) {
+      const auto spm = data::SentencePieceTokenizer::from_file(model_file);
+      if (spm->vocab_size() != hf->vocab_size())
+        throw std::invalid_argument("export gguf: " + model_file + " has " + std::to_string(spm->vocab_size()) +
+                                    " pieces, tokenizer.json " + std::to_string(hf->vocab_size()) + ": not the same vocabulary");
+      add_sentencepiece(kv, *spm, model_vocab_size);
+      return;
+    }
     add_byte_level_bpe(kv, hf->bpe(), tokenizer, model_vocab_size, family);
     return;
   }

@@ -7,7 +7,9 @@
 //   byte-level spelling (added tokens as written: special ones control, others user-defined), the merges
 //   in rank order, BOS/EOS/PAD ids and whether a BOS is added.
 // A model vocabulary larger than the tokenizer's is padded with "[PAD<n>]" entries of type unused, as
-// the converter pads it.
+// the converter pads it. A tokenizer.json that is not byte-level (Gemma's: SentencePiece-style pieces
+// with byte fallback, no scores) is written from the tokenizer.model beside it, as llama.cpp's converter
+// reads Gemma's.
 #pragma once
 
 #include <optional>
@@ -21,8 +23,9 @@
 namespace tb::exporting {
 
 // Throws std::invalid_argument for a tokenizer kind we do not export yet.
+// `tokenizer_dir`: the folder of the config's tokenizer files (where a tokenizer.model may sit).
 void add_tokenizer_metadata(checkpoint::GgufMetadata& kv, const data::Tokenizer& tokenizer, int64_t model_vocab_size,
-                            models::Family family);
+                            models::Family family, const std::string& tokenizer_dir = {});
 
 // The chat template to record (tokenizer.chat_template): the tokenizer's own (a model folder's
 // tokenizer_config.json), else the one in `checkpoint_dir`; nullopt when there is none.

@@ -452,6 +452,37 @@ class TestGguf : public QObject {
     QVERIFY(!tb::exporting::default_system_prompt(plain).has_value());
   }
 
+  // A tokenizer.json that is not byte-level (Gemma's style) is written from the tokenizer.model beside it;
+  // without one the export says what is missing.
+  void sentencePieceStyleTokenizerJsonUsesTheModelFile() {
+    const std::string folder = path("spm_json");
+    std::filesystem::create_directories(folder);
+    std::filesystem::copy_file(kSource + "/tests/data/tokenizers/gemma/tokenizer.json", folder + "/tokenizer.json");
+    const auto vocab = nlohmann::json::parse(tbtest::read_file(folder + "/tokenizer.json"))["model"]["vocab"].size();
+    const std::string yaml = path("spm_json.yaml");
+    const auto write_config = [&](int64_t model_vocab) {
+      tbtest::write_file(yaml, "output_dir: " + path("spm_out") + "\nmodel:\n  _component_: torchtune.models.llama2.llama2\n"
+                                   "  vocab_size: " + std::to_string(model_vocab) + "\n  num_layers: 1\n  num_heads: 2\n"
+                                   "  num_kv_heads: 1\n  embed_dim: 64\n  max_seq_len: 64\n"
+                                   "tokenizer:\n  _component_: tunebench.data.hf_tokenizer\n  path: " + folder + "/tokenizer.json\n"
+                                   "checkpointer:\n  _component_: torchtune.training.FullModelHFCheckpointer\n  checkpoint_dir: null\n"
+                                   "  model_type: LLAMA2\n  output_dir: " + path("spm_out") + "\ndevice: cpu\ndtype: fp32\n");
+    };
+    write_config(int64_t(vocab) + 64);
+    auto r = tbtest::run_process(cli_, {"export", "gguf", "--config", QString::fromStdString(yaml), "--output",
+                                        QString::fromStdString(path("spm_json.gguf")), "--type", "f16"});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("tokenizer.model beside it"), qPrintable(r.err));
+    // A tokenizer.model of another size is refused too: it would not be the same vocabulary.
+    std::filesystem::copy_file(kSource + "/resources/tokenizer/tokenizer.model", folder + "/tokenizer.model");
+    r = tbtest::run_process(cli_, {"export", "gguf", "--config", QString::fromStdString(yaml), "--output",
+                                   QString::fromStdString(path("spm_json.gguf")), "--type", "f16"});
+    if (vocab != 2048) {
+      QCOMPARE(r.code, 1);
+      QVERIFY2(r.err.contains("not the same vocabulary"), qPrintable(r.err));
+    }
+  }
+
   // Refusals: an unknown type names the accepted ones; a folder that does not exist leaves nothing.
   void refusesBadRequests() {
     auto r = exportModel("configs/tiny/eval_stories.yaml", path("x.gguf"), "q3_k");
