@@ -275,12 +275,8 @@ int cmd_export_gguf(const std::string& config, const std::string& checkpoint, co
       return fail(std::string("export gguf: ") + e.what());
     }
   } else {
-    // A training config exports as it is: its keys are checked against the recipe it names (a "# recipe:"
-    // line or a bundled config's); any other file needs only what builds the model and its tokenizer.
-    const std::string path = tb::config::find_config(config);
-    std::string recipe = path.empty() ? std::string() : tb::config::recipe_for_config(path);
-    if (recipe.empty() || recipe == tb::config::kInferenceVerbs) recipe = tb::config::kExportVerb;
-    cfg = load(config, overrides, recipe, true);
+    // A training config exports as it is; any config needs only what builds the model and its tokenizer.
+    cfg = load(config, overrides, tb::config::kExportVerb, true);
   }
   if (!cfg) return kUserError;
   const bool tty = isatty(STDERR_FILENO) != 0;

@@ -114,7 +114,7 @@ std::vector<KeySpec> build_schema() {
 }  // namespace
 
 bool KeySpec::applies_to(const std::string& recipe) const {
-  if (recipes.empty() || recipe.empty()) return true;
+  if (recipes.empty() || recipe.empty() || recipe == kExportVerb) return true;  // export reads any recipe's config
   return std::find(recipes.begin(), recipes.end(), recipe) != recipes.end();
 }
 

@@ -17,8 +17,8 @@ inline const char* const kFullFinetuneRecipe = "full_finetune_single_device";
 inline const char* const kLoraFinetuneRecipe = "lora_finetune_single_device";
 // Not a recipe: what `eval` and `generate` validate against (the training keys become optional).
 inline const char* const kInferenceVerbs = "eval";
-// Not a recipe: what `export` validates a config that names no recipe against: only what builds the
-// model and its tokenizer is required (no dataset, no batch size).
+// Not a recipe: what `export` validates a config against: every recipe's keys are accepted (a training
+// config exports as it is), only what builds the model and its tokenizer is required.
 inline const char* const kExportVerb = "export";
 
 enum class Effect {

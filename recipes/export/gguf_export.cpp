@@ -202,8 +202,8 @@ GgufExportResult export_gguf(const config::Config& cfg, const GgufExportOptions&
   };
 
   if (options.adapter) {
-    // llama.cpp's LoRA adapter file: per adapted weight W, W.lora_a [rank, in] and W.lora_b [out, rank]
-    // (ours are in llama.cpp's rotary layout already), scaled by adapter.lora.alpha / rank at load.
+    // llama.cpp's LoRA adapter file: per adapted weight W, W.lora_a [rank, in] and W.lora_b [out, rank],
+    // scaled by adapter.lora.alpha / rank at load.
     const auto loras = peft::lora_modules(*loaded.model);
     if (loras.empty() || loaded.adapter_dir.empty())
       throw std::invalid_argument(
@@ -213,13 +213,15 @@ GgufExportResult export_gguf(const config::Config& cfg, const GgufExportOptions&
     kv.set_string("general.name", name);
     kv.set_string("adapter.type", "lora");
     kv.set_f32("adapter.lora.alpha", static_cast<float>(loras.front().second->alpha()));
-    for (const auto& [ours, tensor] : peft::adapter_state_dict(*loaded.model)) {
-      const bool is_a = ours.find(".lora_a.") != std::string::npos;
-      const std::string module = ours.substr(0, ours.find(is_a ? ".lora_a." : ".lora_b."));
-      const auto hf = checkpoint::tune_to_hf_name(module + ".weight", args.sandwich_norms);
-      if (!hf) throw std::runtime_error("export gguf --adapter: no Hugging Face name for " + ours);
-      const torch::Tensor t = tensor;
-      add(gguf_name_of(*hf) + (is_a ? ".lora_a" : ".lora_b"), t.sizes().vec(), ftype.base, [t] { return t; });
+    // PEFT's form (Hugging Face names and rotary layout: lora_b's q/k rows follow their base's), then
+    // llama.cpp's layout of each base tensor.
+    const std::string prefix = "base_model.model.";
+    for (const auto& [peft_name, tensor] : peft::adapter_to_peft(peft::adapter_state_dict(*loaded.model), args)) {
+      const bool is_a = peft_name.find(".lora_A.") != std::string::npos;
+      const std::string module = peft_name.substr(prefix.size(), peft_name.find(is_a ? ".lora_A." : ".lora_B.") - prefix.size());
+      const std::string base = gguf_name_of(module + ".weight");
+      const torch::Tensor t = is_a ? tensor : to_llama_cpp_layout(base, tensor, args, arch);
+      add(base + (is_a ? ".lora_a" : ".lora_b"), t.sizes().vec(), ftype.base, [t] { return t; });
     }
   } else {
     const checkpoint::LazyStateDict hf = checkpoint::tune_to_hf(merged_weights(loaded, result.merged_lora), args);

@@ -5,6 +5,7 @@
 #include "checkpoint/hf_checkpointer.h"
 #include "components/builtin.h"
 #include "config/registry.h"
+#include "models/build_dtype.h"
 #include "peft/adapter.h"
 #include "peft/adapter_folder.h"
 #include "training/runtime.h"
@@ -18,7 +19,10 @@ LoadedModel load_model(const config::Config& cfg) {
   training::apply_runtime(runtime);
   out.dtype = runtime.dtype;
   at::GradMode::set_enabled(false);  // per thread, like the rest of the runtime settings
-  out.model = registry.build<models::TransformerDecoder>(cfg.at("model"));
+  {
+    models::BuildDtype build_dtype(runtime.dtype);  // built in the run's dtype: never the whole model in fp32 first
+    out.model = registry.build<models::TransformerDecoder>(cfg.at("model"));
+  }
   const auto checkpointer = registry.build<std::shared_ptr<checkpoint::FullModelHFCheckpointer>>(cfg.at("checkpointer"));
   const auto report = checkpointer->load_into(*out.model, runtime.seed);
   out.weights = report.message;

@@ -19,16 +19,11 @@
 
 #include "checkpoint/gguf_file.h"
 #include "checkpoint/safetensors.h"
-#include "components/builtin.h"
-#include "config/config.h"
-#include "config/registry.h"
-#include "config/schema.h"
 #include "data/chat_template.h"
 #include "export/gguf_layout.h"
 #include "export/ollama_modelfile.h"
 #include "gguf_reader.h"
-#include "models/transformer.h"
-#include "peft/adapter.h"
+#include "lora_fixture.h"
 #include "quant/ggml_blocks.h"
 #include "test_support.h"
 
@@ -365,25 +360,8 @@ class TestGguf : public QObject {
 
   // A LoRA config with an adapter (checkpointer.adapter_checkpoint): the file holds W + alpha/r * B A.
   void mergesALoraAdapter() {
-    tb::config::LoadOptions options;
-    options.registry = &tb::components::builtin();
-    options.recipe = "lora_finetune_single_device";
-    const auto loaded = tb::config::load_file("configs/tiny/lora_single_device.yaml", options);
-    QVERIFY2(loaded.ok(), tb::config::format_diagnostics(loaded.diagnostics).c_str());
-    auto model = tb::components::builtin().build<tb::models::TransformerDecoder>(loaded.config->at("model"));
-    torch::manual_seed(5);
-    {
-      torch::NoGradGuard no_grad;
-      for (auto& p : model->named_parameters())
-        if (tb::peft::is_adapter_parameter(p.key())) p.value().normal_(0.0, 0.05);
-    }
-    const auto adapter = tb::peft::adapter_state_dict(*model);
     const std::string adapter_dir = path("adapter");
-    tb::peft::AdapterConfig acfg;
-    acfg.rank = 16;
-    acfg.alpha = 32;
-    tb::peft::save_peft_adapter(adapter_dir, adapter, model->args(), acfg);
-
+    const auto adapter = tbtest::write_random_tiny_lora_adapter(adapter_dir, 5);
     const std::string out = path("lora_f32.gguf");
     const auto r = exportModel("configs/tiny/lora_single_device.yaml", out, "f32",
                                {QString::fromStdString("checkpointer.adapter_checkpoint=" + adapter_dir)});

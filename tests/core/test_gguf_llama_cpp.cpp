@@ -20,14 +20,10 @@
 #include <torch/torch.h>
 
 #include "checkpoint/safetensors.h"
-#include "components/builtin.h"
-#include "config/config.h"
-#include "config/registry.h"
 #include "config/schema.h"
-#include "models/transformer.h"
-#include "peft/adapter.h"
 #include "gguf_reader.h"
 #include "llama_cpp_reference.h"
+#include "lora_fixture.h"
 #include "quant/ggml_blocks.h"
 #include "test_support.h"
 
@@ -213,23 +209,8 @@ class TestGgufLlamaCpp : public QObject {
   // A LoRA adapter as llama.cpp's adapter file: the base file plus the adapter scores as the merged file
   // does (and as our model on the merged weights), and the adapter moves the loss.
   void loraAdapterAppliesInLlamaCpp() {
-    tb::config::LoadOptions options;
-    options.registry = &tb::components::builtin();
-    options.recipe = "lora_finetune_single_device";
-    const auto loaded = tb::config::load_file("configs/tiny/lora_single_device.yaml", options);
-    QVERIFY2(loaded.ok(), tb::config::format_diagnostics(loaded.diagnostics).c_str());
-    auto model = tb::components::builtin().build<tb::models::TransformerDecoder>(loaded.config->at("model"));
-    torch::manual_seed(9);
-    {
-      torch::NoGradGuard no_grad;
-      for (auto& p : model->named_parameters())
-        if (tb::peft::is_adapter_parameter(p.key())) p.value().normal_(0.0, 0.05);
-    }
     const std::string adapter_dir = path("adapter");
-    tb::peft::AdapterConfig acfg;
-    acfg.rank = 16;
-    acfg.alpha = 32;
-    tb::peft::save_peft_adapter(adapter_dir, tb::peft::adapter_state_dict(*model), model->args(), acfg);
+    tbtest::write_random_tiny_lora_adapter(adapter_dir, 9);
     const QStringList with_adapter{QString::fromStdString("checkpointer.adapter_checkpoint=" + adapter_dir)};
     const QString lora_config = "configs/tiny/lora_single_device.yaml";
     try {
@@ -407,6 +388,44 @@ class TestGgufLlamaCpp : public QObject {
           ref["positions"].get<int>(), result["loss"].get<double>(), result["tokens"].get<int>());
     QCOMPARE(ref["positions"].get<int64_t>(), result["tokens"].get<int64_t>());
     QVERIFY(std::fabs(ref["loss"].get<double>() - result["loss"].get<double>()) < 1e-4);
+    if (tag == "qwen3" || tag == "phi4_mini") checkAdapterOnFamily(tag, folder, yaml.toStdString(), sequences);
+  }
+
+  // A LoRA adapter on an architecture whose rotary llama.cpp turns in halves (NeoX), fused qkv included:
+  // lora_b's q/k rows must be in Hugging Face's order. base file + adapter file scores as the merged file.
+  void checkAdapterOnFamily(const std::string& tag, const std::string& folder, const std::string& yaml,
+                            const std::vector<std::vector<int64_t>>& sequences) {
+    std::string text = tbtest::read_file(yaml);
+    const std::string from = "_component_: tunebench.models.from_hf_config\n  path: " + folder + "\n";
+    const auto at = text.find(from);
+    QVERIFY(at != std::string::npos);
+    text.replace(at, from.size(),
+                 "_component_: tunebench.models.lora_from_hf_config\n  path: " + folder +
+                     "\n  lora_attn_modules: [q_proj, k_proj, v_proj, output_proj]\n  apply_lora_to_mlp: true\n"
+                     "  lora_rank: 8\n  lora_alpha: 16\n");
+    const std::string lora_yaml = path(tag + "_lora.yaml"), adapter_dir = path(tag + "_adapter");
+    tbtest::write_file(lora_yaml, text);
+    tbtest::write_random_lora_adapter(lora_yaml, adapter_dir, 17, tb::config::kExportVerb);
+    const QString with_adapter = QString::fromStdString("checkpointer.adapter_checkpoint=" + adapter_dir);
+    const std::string base = path(tag + "_lora_base.gguf"), merged = path(tag + "_merged.gguf"),
+                      adapter = path(tag + "_adapter.gguf");
+    for (const auto& [out, extra] : std::vector<std::pair<std::string, QStringList>>{
+             {base, {}}, {merged, {with_adapter}}, {adapter, {with_adapter, "--adapter"}}}) {
+      const auto r = tbtest::run_process(cli_, QStringList{"export", "gguf", "--config", QString::fromStdString(lora_yaml),
+                                                           "--output", QString::fromStdString(out), "--type", "f32"} + extra);
+      QVERIFY2(r.code == 0, qPrintable(r.err));
+    }
+    QString error;
+    const auto ref_merged = tbtest::run_llama_cpp_reference(merged, {}, "", 0, &error, {}, sequences);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    const auto ref_adapter = tbtest::run_llama_cpp_reference(base, {}, "", 0, &error, adapter, sequences);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    const auto ref_base = tbtest::run_llama_cpp_reference(base, {}, "", 0, &error, {}, sequences);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    const double m = ref_merged["loss"].get<double>(), a = ref_adapter["loss"].get<double>(), b = ref_base["loss"].get<double>();
+    qInfo("%s adapter: llama.cpp base + adapter %.5f, merged %.5f, base %.5f", tag.c_str(), a, m, b);
+    QVERIFY(std::fabs(a - m) < 1e-4);
+    QVERIFY(std::fabs(a - b) > 1e-2);
   }
 
  private Q_SLOTS:

@@ -2,8 +2,6 @@
 // reads from a GGUF file, how it tokenizes, the loss it gives texts and its greedy continuation.
 #pragma once
 
-#include <QFile>
-#include <QStandardPaths>
 #include <QTemporaryDir>
 
 #include <fstream>
@@ -12,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "node_reference.h"
 #include "test_support.h"
 
 namespace tbtest {
@@ -23,17 +22,9 @@ inline nlohmann::json run_llama_cpp_reference(const std::string& model, const st
                                               const std::string& prompt, int max_new_tokens, QString* error,
                                               const std::string& lora = {},
                                               const std::vector<std::vector<int64_t>>& sequences = {}) {
-  QString node = qEnvironmentVariable("TB_NODE");
-  if (node.isEmpty()) node = QStandardPaths::findExecutable("node");
-  if (node.isEmpty()) {
-    *error = "node is not on PATH: the llama.cpp reference needs it (scripts/setup.sh test installs it)";
-    return nullptr;
-  }
   const QString dir = QStringLiteral(TB_SOURCE_DIR "/tests/reference/llama_cpp");
-  if (!QFile::exists(dir + "/node_modules/node-llama-cpp/package.json")) {
-    *error = "the node-llama-cpp package is missing: run scripts/setup.sh test (npm install in " + dir + ")";
-    return nullptr;
-  }
+  const QString node = node_for_reference(dir, "node-llama-cpp", error);
+  if (node.isEmpty()) return nullptr;
   QTemporaryDir tmp;
   const std::string request_path = tmp.filePath("request.json").toStdString();
   nlohmann::json request = {{"model", model}, {"texts", texts}};

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "node_reference.h"
 #include "test_support.h"
 
 namespace tbtest {
@@ -22,17 +23,9 @@ namespace tbtest {
 // cannot run.
 inline nlohmann::json run_tokenizers_reference(const std::string& tokenizer_path, const std::vector<std::string>& texts,
                                                QString* error) {
-  QString node = qEnvironmentVariable("TB_NODE");
-  if (node.isEmpty()) node = QStandardPaths::findExecutable("node");
-  if (node.isEmpty()) {
-    *error = "node is not on PATH: the tokenizers reference needs it (scripts/setup.sh test installs it)";
-    return nullptr;
-  }
   const QString dir = QStringLiteral(TB_SOURCE_DIR "/tests/reference/tokenizers");
-  if (!QFile::exists(dir + "/node_modules/tokenizers/package.json")) {
-    *error = "the tokenizers npm package is missing: run 'npm ci' in " + dir + " (scripts/setup.sh test does)";
-    return nullptr;
-  }
+  const QString node = node_for_reference(dir, "tokenizers", error);
+  if (node.isEmpty()) return nullptr;
   QTemporaryDir tmp;
   const std::string texts_path = tmp.filePath("texts.json").toStdString();
   std::ofstream(texts_path, std::ios::binary) << nlohmann::json(texts).dump();
