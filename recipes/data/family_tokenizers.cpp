@@ -285,6 +285,8 @@ class Phi3MiniTokenizer : public Tokenizer {
   int64_t eos_id() const override { return eos_id_; }
   int64_t pad_id() const override { return eos_id_; }
   int64_t vocab_size() const override { return spm_->vocab_size(); }
+  const SentencePieceTokenizer& spm() const { return *spm_; }
+  const std::map<std::string, int64_t>& special_tokens() const { return special_; }
   std::string id_to_token(int64_t id) const override {
     for (const auto& [content, special] : special_)
       if (special == id) return content;
@@ -359,6 +361,12 @@ std::shared_ptr<Tokenizer> make_phi4_tokenizer(const std::string& vocab_path, co
                                                const FamilyTokenizerOptions& options) {
   auto specials = options.special_tokens.empty() ? phi4_special_tokens() : options.special_tokens;
   return std::make_shared<Phi4Tokenizer>(vocab_path, merges_path, std::move(specials), options);
+}
+
+std::optional<SentencePieceWithSpecials> sentencepiece_with_specials(const Tokenizer& tokenizer) {
+  const auto* t = dynamic_cast<const Phi3MiniTokenizer*>(&tokenizer);
+  if (!t) return std::nullopt;
+  return SentencePieceWithSpecials{&t->spm(), &t->special_tokens()};
 }
 
 const BpeTokenizer* vocab_merges_bpe(const Tokenizer& tokenizer) {

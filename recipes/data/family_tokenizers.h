@@ -43,6 +43,15 @@ std::shared_ptr<Tokenizer> make_phi4_tokenizer(const std::string& vocab_path, co
 class BpeTokenizer;
 const BpeTokenizer* vocab_merges_bpe(const Tokenizer& tokenizer);
 
+// The SentencePiece model inside Phi-3-mini's tokenizer and the special tokens it places past the model's
+// pieces (content -> id), for the same purpose. nullopt for any other tokenizer.
+class SentencePieceTokenizer;
+struct SentencePieceWithSpecials {
+  const SentencePieceTokenizer* spm;
+  const std::map<std::string, int64_t>* specials;
+};
+std::optional<SentencePieceWithSpecials> sentencepiece_with_specials(const Tokenizer& tokenizer);
+
 // torchtune's special_tokens_path: every added token of a tokenizer.json, content -> id.
 std::map<std::string, int64_t> read_added_tokens(const std::string& tokenizer_json_path);
 

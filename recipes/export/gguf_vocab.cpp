@@ -20,7 +20,12 @@ namespace {
 // llama.cpp's token types (= SentencePiece's numbering).
 constexpr int32_t kTypeNormal = 1, kTypeControl = 3, kTypeUserDefined = 4, kTypeUnused = 5;
 
-void add_sentencepiece(checkpoint::GgufMetadata& kv, const data::SentencePieceTokenizer& spm, int64_t model_vocab) {
+// `specials`: tokens a family places past the model's pieces (Phi-3-mini's <|user|>, ... at 32000+),
+// written as control tokens; `eos`/`pad`: the family's, when it overrides the model's (-1: the model's).
+void add_sentencepiece(checkpoint::GgufMetadata& kv, const data::SentencePieceTokenizer& spm, int64_t model_vocab,
+                       const std::map<std::string, int64_t>& specials = {}, int64_t eos = -1, int64_t pad = -1) {
+  std::map<int64_t, std::string> special_at;
+  for (const auto& [content, id] : specials) special_at[id] = content;
   std::vector<std::string> tokens;
   std::vector<float> scores;
   std::vector<int32_t> types;
@@ -30,19 +35,23 @@ void add_sentencepiece(checkpoint::GgufMetadata& kv, const data::SentencePieceTo
     scores.push_back(score);
     types.push_back(type);
   }
-  for (int64_t id = spm.vocab_size(); id < model_vocab; ++id) {
-    tokens.push_back("[PAD" + std::to_string(id) + "]");
-    scores.push_back(-1000.0f);
-    types.push_back(kTypeUnused);
+  const int64_t n = std::max(model_vocab, special_at.empty() ? int64_t(0) : special_at.rbegin()->first + 1);
+  for (int64_t id = spm.vocab_size(); id < n; ++id) {
+    const auto special = special_at.find(id);
+    tokens.push_back(special != special_at.end() ? special->second : "[PAD" + std::to_string(id) + "]");
+    scores.push_back(special != special_at.end() ? 0.0f : -1000.0f);
+    types.push_back(special != special_at.end() ? kTypeControl : kTypeUnused);
   }
   kv.set_string("tokenizer.ggml.model", "llama");
   kv.set_strings("tokenizer.ggml.tokens", tokens);
   kv.set_f32s("tokenizer.ggml.scores", scores);
   kv.set_i32s("tokenizer.ggml.token_type", types);
+  if (eos < 0) eos = spm.eos_id();
+  if (pad < 0) pad = spm.model_pad_id();
   if (spm.bos_id() >= 0) kv.set_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(spm.bos_id()));
-  if (spm.eos_id() >= 0) kv.set_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(spm.eos_id()));
+  if (eos >= 0) kv.set_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(eos));
   kv.set_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(spm.unk_id()));
-  if (spm.model_pad_id() >= 0) kv.set_u32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(spm.model_pad_id()));
+  if (pad >= 0) kv.set_u32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(pad));
   kv.set_bool("tokenizer.ggml.add_bos_token", spm.bos_id() >= 0);
   kv.set_bool("tokenizer.ggml.add_eos_token", false);
   // The dummy prefix shows as a leading "\u2581" on the first piece of a word at the start of the text.
@@ -132,6 +141,10 @@ void add_tokenizer_metadata(checkpoint::GgufMetadata& kv, const data::Tokenizer&
   }
   if (const auto* bpe = data::vocab_merges_bpe(tokenizer)) {
     add_byte_level_bpe(kv, *bpe, tokenizer, model_vocab_size, family);
+    return;
+  }
+  if (const auto parts = data::sentencepiece_with_specials(tokenizer)) {
+    add_sentencepiece(kv, *parts->spm, model_vocab_size, *parts->specials, tokenizer.eos_id(), tokenizer.pad_id());
     return;
   }
   throw std::invalid_argument(

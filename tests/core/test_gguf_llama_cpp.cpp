@@ -517,6 +517,76 @@ class TestGgufLlamaCpp : public QObject {
     QVERIFY(std::fabs(ref["loss"].get<double>() - result["loss"].get<double>()) < 3e-4);
   }
 
+  // Phi-3-mini's tokenizer (torchtune's phi3_mini_tokenizer: a SentencePiece model plus <|endoftext|>,
+  // <|user|>, <|end|>, ... at 32000+), on a random Phi-3 model with an untied head: the specials are
+  // written as control tokens at their ids, EOS is <|endoftext|>; llama.cpp splits and scores as we do.
+  void phi3MiniSentencePieceWithSpecials() {
+    const std::string folder = path("phi3_mini_model");
+    fs::create_directories(folder);
+    const nlohmann::json config = {{"model_type", "phi3"}, {"hidden_size", 64}, {"intermediate_size", 128},
+                                   {"num_attention_heads", 2}, {"num_key_value_heads", 1}, {"num_hidden_layers", 2},
+                                   {"rms_norm_eps", 1e-5}, {"max_position_embeddings", 512}, {"vocab_size", 32064},
+                                   {"tie_word_embeddings", false}, {"torch_dtype", "float32"}};
+    std::ofstream(folder + "/config.json") << config.dump(2);
+    torch::manual_seed(41);
+    std::map<std::string, torch::Tensor> w;
+    const auto randn = [](std::vector<int64_t> s, double std) { return torch::randn(s) * std; };
+    w["model.embed_tokens.weight"] = randn({32064, 64}, 1.0);
+    w["lm_head.weight"] = randn({32064, 64}, 0.1);
+    w["model.norm.weight"] = 1 + randn({64}, 0.1);
+    for (int i = 0; i < 2; ++i) {
+      const std::string l = "model.layers." + std::to_string(i) + ".";
+      w[l + "input_layernorm.weight"] = 1 + randn({64}, 0.1);
+      w[l + "post_attention_layernorm.weight"] = 1 + randn({64}, 0.1);
+      w[l + "self_attn.qkv_proj.weight"] = torch::cat({randn({96, 64}, 0.2), randn({32, 64}, 0.12)});
+      w[l + "self_attn.o_proj.weight"] = randn({64, 64}, 0.12);
+      w[l + "mlp.gate_up_proj.weight"] = randn({256, 64}, 0.12);
+      w[l + "mlp.down_proj.weight"] = randn({64, 128}, 0.09);
+    }
+    tb::checkpoint::save_safetensors(folder + "/model.safetensors", w);
+    const QString yaml = QString::fromStdString(path("phi3_mini.yaml"));
+    std::ofstream(yaml.toStdString()) << "output_dir: " << path("phi3_out") << "\n"
+        << "model:\n  _component_: tunebench.models.from_hf_config\n  path: " << folder << "\n"
+        << "tokenizer:\n  _component_: torchtune.models.phi3.phi3_mini_tokenizer\n  path: " << kSource
+        << "/resources/tokenizer/tokenizer.model\n  max_seq_len: 512\n"
+        << "checkpointer:\n  _component_: torchtune.training.FullModelHFCheckpointer\n  checkpoint_dir: " << folder
+        << "\n  model_type: PHI3_MINI\n  output_dir: " << path("phi3_out") << "\n"
+        << "dataset:\n  _component_: torchtune.datasets.text_completion_dataset\n  source: text\n  data_files: "
+        << textsFile_.toStdString() << "\n"
+        << "batch_size: 2\nseed: 0\ndevice: cpu\ndtype: fp32\n";
+    const std::string gguf = path("phi3_mini_f32.gguf");
+    const auto r = tbtest::run_process(cli_, {"export", "gguf", "--config", yaml, "--output", QString::fromStdString(gguf), "--type", "f32"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const auto f = tbtest::parse_gguf(tbtest::read_file(gguf));
+    const auto& tokens = f.kv.at("tokenizer.ggml.tokens").array;
+    const auto& types = f.kv.at("tokenizer.ggml.token_type").array;
+    QCOMPARE(tokens.size(), size_t(32064));
+    QCOMPARE(tokens[32000].s(), std::string("<|endoftext|>"));
+    QCOMPARE(types[32000].i(), int64_t(3));
+    QCOMPARE(tokens[32007].s(), std::string("<|end|>"));
+    QCOMPARE(tokens[5000].s(), std::string("[PAD5000]"));
+    QCOMPARE(types[5000].i(), int64_t(5));
+    QCOMPARE(f.kv.at("tokenizer.ggml.eos_token_id").u(), uint64_t(32000));
+    std::vector<std::vector<int64_t>> sequences;  // what eval scores: SentencePiece's BOS + ids + its EOS
+    for (const auto& ids : ourIds_) {
+      std::vector<int64_t> seq{1};
+      seq.insert(seq.end(), ids.begin(), ids.end());
+      seq.push_back(2);
+      sequences.push_back(seq);
+    }
+    QString error;
+    const auto ref = tbtest::run_llama_cpp_reference(gguf, texts_, "", 0, &error, {}, sequences);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    for (size_t i = 0; i < texts_.size(); ++i) QVERIFY(ref["texts"][i]["ids"].get<std::vector<int64_t>>() == ourIds_[i]);
+    const auto eval = tbtest::run_process(cli_, {"eval", "--config", yaml});
+    QVERIFY2(eval.code == 0, qPrintable(eval.err));
+    const auto result = nlohmann::json::parse(tbtest::last_line(eval.out).toStdString());
+    qInfo("phi3 mini: llama.cpp loss %.5f over %d positions, eval %.5f over %d", ref["loss"].get<double>(),
+          ref["positions"].get<int>(), result["loss"].get<double>(), result["tokens"].get<int>());
+    QCOMPARE(ref["positions"].get<int64_t>(), result["tokens"].get<int64_t>());
+    QVERIFY(std::fabs(ref["loss"].get<double>() - result["loss"].get<double>()) < 1e-4);
+  }
+
   // Rows of 256 and 512: real q4_K, q5_K and q6_K super-blocks (random weights large enough that the
   // logits are far from uniform, so a misread block moves the loss).
   void superBlocksReadInLlamaCpp_data() {
