@@ -328,16 +328,8 @@ class TestGgufLlamaCpp : public QObject {
       w[l + "mlp.down_proj.weight"] = randn({128, 256}, 0.06);
     }
     tb::checkpoint::save_safetensors(folder + "/model.safetensors", w);
-    const QString yaml = QString::fromStdString(path(tag + ".yaml"));
-    std::ofstream(yaml.toStdString()) << "output_dir: " << path(tag + "_out") << "\n"
-        << "model:\n  _component_: tunebench.models.from_hf_config\n  path: " << folder << "\n"
-        << "tokenizer:\n  _component_: tunebench.data.hf_tokenizer\n  path: " << folder << "\n  max_seq_len: 512\n"
-        << "checkpointer:\n  _component_: torchtune.training.FullModelHFCheckpointer\n  checkpoint_dir: " << folder
-        << "\n  model_type: " << (qwen ? modelType.toUpper().toStdString() : phi ? std::string("PHI4") : std::string("LLAMA3"))
-        << "\n  output_dir: " << path(tag + "_out") << "\n"
-        << "dataset:\n  _component_: torchtune.datasets.text_completion_dataset\n  source: text\n  data_files: "
-        << textsFile_.toStdString() << "\n"
-        << "batch_size: 2\nseed: 0\ndevice: cpu\ndtype: fp32\n";
+    const QString yaml = writeEvalConfig(tag, folder, "  _component_: tunebench.data.hf_tokenizer\n  path: " + folder + "\n",
+                                         qwen ? modelType.toUpper().toStdString() : phi ? "PHI4" : "LLAMA3");
 
     // Text that tells split patterns apart: digit runs, contractions, accents, runs of spaces and newlines.
     std::vector<std::string> texts = texts_;
@@ -358,9 +350,7 @@ class TestGgufLlamaCpp : public QObject {
     QCOMPARE(ours.size(), texts.size());
 
     const std::string gguf = path(tag + "_f32.gguf");
-    const auto r = tbtest::run_process(cli_, {"export", "gguf", "--config", yaml, "--output", QString::fromStdString(gguf), "--type", "f32"});
-    QVERIFY2(r.code == 0, qPrintable(r.err));
-    const auto f = tbtest::parse_gguf(tbtest::read_file(gguf));
+    const auto f = exportF32(yaml, gguf);
     QCOMPARE(f.kv.at("general.architecture").s(), qwen || phi ? modelType.toStdString() : std::string("llama"));
     QCOMPARE(f.kv.at("tokenizer.ggml.model").s(), std::string("gpt2"));
     const bool add_bos = f.kv.at("tokenizer.ggml.add_bos_token").b();
@@ -378,6 +368,35 @@ class TestGgufLlamaCpp : public QObject {
     for (size_t i = 0; i < texts.size(); ++i)
       QVERIFY2(ref["texts"][i]["ids"].get<std::vector<int64_t>>() == ours[i],
                qPrintable(QString::fromStdString("llama.cpp splits '" + texts[i] + "' as " + ref["texts"][i]["ids"].dump())));
+    compareWithEval(tag, ref, yaml, 1e-4);
+    if (tag == "qwen3" || tag == "phi4_mini") checkAdapterOnFamily(tag, folder, yaml.toStdString(), sequences);
+  }
+
+  // An eval config over the test's texts: a model folder, a tokenizer block ("  _component_: ...\n
+  // path: ...\n") and the checkpointer's model_type.
+  QString writeEvalConfig(const std::string& tag, const std::string& folder, const std::string& tokenizer,
+                          const std::string& model_type) const {
+    const QString yaml = QString::fromStdString(path(tag + ".yaml"));
+    std::ofstream(yaml.toStdString()) << "output_dir: " << path(tag + "_out") << "\n"
+        << "model:\n  _component_: tunebench.models.from_hf_config\n  path: " << folder << "\n"
+        << "tokenizer:\n" << tokenizer << "  max_seq_len: 512\n"
+        << "checkpointer:\n  _component_: torchtune.training.FullModelHFCheckpointer\n  checkpoint_dir: " << folder
+        << "\n  model_type: " << model_type << "\n  output_dir: " << path(tag + "_out") << "\n"
+        << "dataset:\n  _component_: torchtune.datasets.text_completion_dataset\n  source: text\n  data_files: "
+        << textsFile_.toStdString() << "\n"
+        << "batch_size: 2\nseed: 0\ndevice: cpu\ndtype: fp32\n";
+    return yaml;
+  }
+
+  // `tunebench-cli export gguf` of `yaml` in f32 into `gguf`, read back.
+  tbtest::GgufFile exportF32(const QString& yaml, const std::string& gguf) {
+    const auto r = tbtest::run_process(cli_, {"export", "gguf", "--config", yaml, "--output", QString::fromStdString(gguf), "--type", "f32"});
+    if (r.code != 0) throw std::runtime_error("export failed: " + r.err.toStdString());
+    return tbtest::parse_gguf(tbtest::read_file(gguf));
+  }
+
+  // llama.cpp's loss (`ref`) against eval's on `yaml`: the same positions, the losses within `tolerance`.
+  void compareWithEval(const std::string& tag, const nlohmann::json& ref, const QString& yaml, double tolerance) {
     const auto eval = tbtest::run_process(cli_, {"eval", "--config", yaml});
     QVERIFY2(eval.code == 0, qPrintable(eval.err));
     const auto result = nlohmann::json::parse(tbtest::last_line(eval.out).toStdString());
@@ -387,8 +406,7 @@ class TestGgufLlamaCpp : public QObject {
     qInfo("%s: llama.cpp loss %.5f over %d positions, eval %.5f over %d", tag.c_str(), ref["loss"].get<double>(),
           ref["positions"].get<int>(), result["loss"].get<double>(), result["tokens"].get<int>());
     QCOMPARE(ref["positions"].get<int64_t>(), result["tokens"].get<int64_t>());
-    QVERIFY(std::fabs(ref["loss"].get<double>() - result["loss"].get<double>()) < 1e-4);
-    if (tag == "qwen3" || tag == "phi4_mini") checkAdapterOnFamily(tag, folder, yaml.toStdString(), sequences);
+    QVERIFY(std::fabs(ref["loss"].get<double>() - result["loss"].get<double>()) < tolerance);
   }
 
   // A LoRA adapter on an architecture whose rotary llama.cpp turns in halves (NeoX), fused qkv included:
@@ -486,35 +504,23 @@ class TestGgufLlamaCpp : public QObject {
       w[l + "mlp.down_proj.weight"] = randn({128, 256}, 0.06);
     }
     tb::checkpoint::save_safetensors(folder + "/model.safetensors", w);
-    const QString yaml = QString::fromStdString(path(tag + ".yaml"));
-    std::ofstream(yaml.toStdString()) << "output_dir: " << path(tag + "_out") << "\n"
-        << "model:\n  _component_: tunebench.models.from_hf_config\n  path: " << folder << "\n"
-        << "tokenizer:\n  _component_: torchtune.models.gemma.gemma_tokenizer\n  path: "
-        << kSource << "/resources/tokenizer/tokenizer.model\n  max_seq_len: 512\n"
-        << "checkpointer:\n  _component_: torchtune.training.FullModelHFCheckpointer\n  checkpoint_dir: " << folder
-        << "\n  model_type: " << (modelType == "gemma" ? "GEMMA" : modelType == "gemma2" ? "GEMMA2" : "GEMMA3")
-        << "\n  output_dir: " << path(tag + "_out") << "\n"
-        << "dataset:\n  _component_: torchtune.datasets.text_completion_dataset\n  source: text\n  data_files: "
-        << textsFile_.toStdString() << "\n"
-        << "batch_size: 2\nseed: 0\ndevice: cpu\ndtype: fp32\n";
+    const QString yaml = writeEvalConfig(
+        tag, folder, "  _component_: torchtune.models.gemma.gemma_tokenizer\n  path: " + kSource + "/resources/tokenizer/tokenizer.model\n",
+        modelType == "gemma" ? "GEMMA" : modelType == "gemma2" ? "GEMMA2" : "GEMMA3");
     const std::string gguf = path(tag + "_f32.gguf");
-    const auto r = tbtest::run_process(cli_, {"export", "gguf", "--config", yaml, "--output", QString::fromStdString(gguf), "--type", "f32"});
-    QVERIFY2(r.code == 0, qPrintable(r.err));
-    const auto f = tbtest::parse_gguf(tbtest::read_file(gguf));
+    tbtest::GgufFile f;
+    try {
+      f = exportF32(yaml, gguf);
+    } catch (const std::exception& e) {
+      QFAIL(e.what());
+    }
     QCOMPARE(f.kv.at("general.architecture").s(), tag);
     QString error;
     const auto ref = tbtest::run_llama_cpp_reference(gguf, texts_, "", 0, &error);
     QVERIFY2(error.isEmpty(), qPrintable(error));
     for (size_t i = 0; i < texts_.size(); ++i) QVERIFY(ref["texts"][i]["ids"].get<std::vector<int64_t>>() == ourIds_[i]);
-    const auto eval = tbtest::run_process(cli_, {"eval", "--config", yaml});
-    QVERIFY2(eval.code == 0, qPrintable(eval.err));
-    const auto result = nlohmann::json::parse(tbtest::last_line(eval.out).toStdString());
-    QVERIFY2(ref["loss"].is_number(), ref.dump().substr(0, 300).c_str());
-    qInfo("%s: llama.cpp loss %.5f over %d positions, eval %.5f over %d", tag.c_str(), ref["loss"].get<double>(),
-          ref["positions"].get<int>(), result["loss"].get<double>(), result["tokens"].get<int>());
-    QCOMPARE(ref["positions"].get<int64_t>(), result["tokens"].get<int64_t>());
     // llama.cpp keeps keys and values in f16 (seen: up to 1.5e-4 with Gemma 2's capped, sliding attention).
-    QVERIFY(std::fabs(ref["loss"].get<double>() - result["loss"].get<double>()) < 3e-4);
+    compareWithEval(tag, ref, yaml, 3e-4);
   }
 
   // Phi-3-mini's tokenizer (torchtune's phi3_mini_tokenizer: a SentencePiece model plus <|endoftext|>,
@@ -544,20 +550,17 @@ class TestGgufLlamaCpp : public QObject {
       w[l + "mlp.down_proj.weight"] = randn({64, 128}, 0.09);
     }
     tb::checkpoint::save_safetensors(folder + "/model.safetensors", w);
-    const QString yaml = QString::fromStdString(path("phi3_mini.yaml"));
-    std::ofstream(yaml.toStdString()) << "output_dir: " << path("phi3_out") << "\n"
-        << "model:\n  _component_: tunebench.models.from_hf_config\n  path: " << folder << "\n"
-        << "tokenizer:\n  _component_: torchtune.models.phi3.phi3_mini_tokenizer\n  path: " << kSource
-        << "/resources/tokenizer/tokenizer.model\n  max_seq_len: 512\n"
-        << "checkpointer:\n  _component_: torchtune.training.FullModelHFCheckpointer\n  checkpoint_dir: " << folder
-        << "\n  model_type: PHI3_MINI\n  output_dir: " << path("phi3_out") << "\n"
-        << "dataset:\n  _component_: torchtune.datasets.text_completion_dataset\n  source: text\n  data_files: "
-        << textsFile_.toStdString() << "\n"
-        << "batch_size: 2\nseed: 0\ndevice: cpu\ndtype: fp32\n";
+    const QString yaml = writeEvalConfig(
+        "phi3_mini", folder,
+        "  _component_: torchtune.models.phi3.phi3_mini_tokenizer\n  path: " + kSource + "/resources/tokenizer/tokenizer.model\n",
+        "PHI3_MINI");
     const std::string gguf = path("phi3_mini_f32.gguf");
-    const auto r = tbtest::run_process(cli_, {"export", "gguf", "--config", yaml, "--output", QString::fromStdString(gguf), "--type", "f32"});
-    QVERIFY2(r.code == 0, qPrintable(r.err));
-    const auto f = tbtest::parse_gguf(tbtest::read_file(gguf));
+    tbtest::GgufFile f;
+    try {
+      f = exportF32(yaml, gguf);
+    } catch (const std::exception& e) {
+      QFAIL(e.what());
+    }
     const auto& tokens = f.kv.at("tokenizer.ggml.tokens").array;
     const auto& types = f.kv.at("tokenizer.ggml.token_type").array;
     QCOMPARE(tokens.size(), size_t(32064));
@@ -578,13 +581,7 @@ class TestGgufLlamaCpp : public QObject {
     const auto ref = tbtest::run_llama_cpp_reference(gguf, texts_, "", 0, &error, {}, sequences);
     QVERIFY2(error.isEmpty(), qPrintable(error));
     for (size_t i = 0; i < texts_.size(); ++i) QVERIFY(ref["texts"][i]["ids"].get<std::vector<int64_t>>() == ourIds_[i]);
-    const auto eval = tbtest::run_process(cli_, {"eval", "--config", yaml});
-    QVERIFY2(eval.code == 0, qPrintable(eval.err));
-    const auto result = nlohmann::json::parse(tbtest::last_line(eval.out).toStdString());
-    qInfo("phi3 mini: llama.cpp loss %.5f over %d positions, eval %.5f over %d", ref["loss"].get<double>(),
-          ref["positions"].get<int>(), result["loss"].get<double>(), result["tokens"].get<int>());
-    QCOMPARE(ref["positions"].get<int64_t>(), result["tokens"].get<int64_t>());
-    QVERIFY(std::fabs(ref["loss"].get<double>() - result["loss"].get<double>()) < 1e-4);
+    compareWithEval("phi3_mini", ref, yaml, 1e-4);
   }
 
   // Rows of 256 and 512: real q4_K, q5_K and q6_K super-blocks (random weights large enough that the
