@@ -333,7 +333,8 @@ int cmd_tokenize(const std::string& config, const std::vector<std::string>& over
     if (!t.tokenizer.empty()) {
       tokenizer = tb::data::open_tokenizer(t.tokenizer);
     } else {
-      auto cfg = load(config, overrides, "", true);  // checked against the recipe the config names
+      // Any recipe's config (or an eval/export one): only what builds the model and its tokenizer is required.
+      auto cfg = load(config, overrides, tb::config::kExportVerb, true);
       if (!cfg) return kUserError;
       if (!cfg->at("tokenizer").IsDefined()) return fail("tokenize: " + config + " has no tokenizer");
       tokenizer = tb::components::builtin().build<std::shared_ptr<tb::data::Tokenizer>>(cfg->at("tokenizer"));

@@ -256,6 +256,8 @@ class TestGgufLlamaCpp : public QObject {
     QTest::newRow("smollm2") << "llama" << "smollm2";
     QTest::newRow("llama3") << "llama" << "llama3";
     QTest::newRow("phi4_mini") << "phi3" << "phi4_mini";
+    // torchtune's qwen2_5_tokenizer on vocab.json + merges.txt (what its Qwen configs name).
+    QTest::newRow("qwen2_5_torchtune") << "qwen2" << "qwen";
   }
   void bpeFamiliesSplitAndScoreAsWeDo() {
     QFETCH(QString, modelType);
@@ -328,7 +330,19 @@ class TestGgufLlamaCpp : public QObject {
       w[l + "mlp.down_proj.weight"] = randn({128, 256}, 0.06);
     }
     tb::checkpoint::save_safetensors(folder + "/model.safetensors", w);
-    const QString yaml = writeEvalConfig(tag, folder, "  _component_: tunebench.data.hf_tokenizer\n  path: " + folder + "\n",
+    std::string tokenizer_block = "  _component_: tunebench.data.hf_tokenizer\n  path: " + folder + "\n";
+    const bool torchtune_files = tag == "qwen2_5_torchtune";
+    if (torchtune_files) {  // the same vocabulary as vocab.json + merges.txt, specials from the tokenizer.json
+      std::ofstream(folder + "/vocab.json") << tok["model"]["vocab"].dump();
+      std::ofstream merges(folder + "/merges.txt");
+      merges << "#version: 0.2\n";
+      for (const auto& m : tok["model"]["merges"])
+        merges << (m.is_string() ? m.get<std::string>() : m[0].get<std::string>() + " " + m[1].get<std::string>()) << "\n";
+      tokenizer_block = "  _component_: torchtune.models.qwen2_5.qwen2_5_tokenizer\n  path: " + folder +
+                        "/vocab.json\n  merges_file: " + folder + "/merges.txt\n  special_tokens_path: " + folder +
+                        "/tokenizer.json\n";
+    }
+    const QString yaml = writeEvalConfig(tag, folder, tokenizer_block,
                                          qwen ? modelType.toUpper().toStdString() : phi ? "PHI4" : "LLAMA3");
 
     // Text that tells split patterns apart: digit runs, contractions, accents, runs of spaces and newlines.
@@ -342,7 +356,8 @@ class TestGgufLlamaCpp : public QObject {
       for (const auto& t : texts) out << nlohmann::json{{"text", t}}.dump() << "\n";
     }
     const auto tokenized = tbtest::run_process(
-        cli_, {"tokenize", "--tokenizer", QString::fromStdString(folder), "--jsonl", QString::fromStdString(texts_path)});
+        cli_, {"tokenize", torchtune_files ? "--config" : "--tokenizer", torchtune_files ? yaml : QString::fromStdString(folder),
+               "--jsonl", QString::fromStdString(texts_path)});
     QVERIFY2(tokenized.code == 0, qPrintable(tokenized.err));
     std::vector<std::vector<int64_t>> ours;
     for (const auto& l : tokenized.out.split('\n', Qt::SkipEmptyParts))
