@@ -6,22 +6,11 @@ namespace tb::exporting {
 
 namespace {
 
-// A one-line value in double quotes: backslashes and quotes escaped, as Ollama's parser unescapes them.
-std::string in_quotes(const std::string& value) {
-  std::string out = "\"";
-  for (char c : value) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
-// Multi-line text in triple quotes, unless it holds triple quotes itself.
-std::string block(const std::string& value) {
-  if (value.find("\"\"\"") == std::string::npos && !value.empty() && value.back() != '"') return "\"\"\"" + value + "\"\"\"";
-  std::string escaped;
-  for (char c : value) escaped += c == '\n' ? std::string("\\n") : std::string(1, c);
-  return in_quotes(escaped);
+// Ollama's parser takes a value between double quotes (one line) or triple quotes (any lines) as it
+// stands: it unescapes nothing, so nothing is escaped here.
+std::string quoted(const std::string& value) {
+  if (value.find('\n') == std::string::npos && value.find('\r') == std::string::npos) return "\"" + value + "\"";
+  return "\"\"\"" + value + "\"\"\"";
 }
 
 }  // namespace
@@ -48,8 +37,13 @@ std::string modelfile_text(const Modelfile& modelfile) {
   std::string out = "# Written by tunebench-cli export gguf --ollama; create the model with:\n"
                     "#   ollama create <name> -f Modelfile\n";
   out += "FROM " + modelfile.from + "\n";
-  for (const auto& stop : modelfile.stop) out += "PARAMETER stop " + in_quotes(stop) + "\n";
-  if (modelfile.system) out += "SYSTEM " + block(*modelfile.system) + "\n";
+  for (const auto& stop : modelfile.stop) out += "PARAMETER stop " + quoted(stop) + "\n";
+  if (modelfile.system) {
+    if (modelfile.system->find("\"\"\"") == std::string::npos)
+      out += "SYSTEM \"\"\"" + *modelfile.system + "\"\"\"\n";
+    else  // a triple quote cannot stand inside Ollama's quotes
+      out += "# The template's default system prompt holds \"\"\" and cannot be written here; set SYSTEM by hand.\n";
+  }
   return out;
 }
 

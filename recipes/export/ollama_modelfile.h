@@ -22,7 +22,8 @@ struct Modelfile {
 // between rendering [user] and [system, user]. nullopt when it writes none or refuses a system message.
 std::optional<std::string> default_system_prompt(const data::ChatTemplate& chat_template);
 
-// The Modelfile's text, values quoted as Ollama's parser reads them.
+// The Modelfile's text, values quoted as Ollama's parser reads them (taken as they stand between double
+// quotes on one line or triple quotes over several: no escapes).
 std::string modelfile_text(const Modelfile& modelfile);
 
 }  // namespace tb::exporting

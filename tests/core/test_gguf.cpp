@@ -428,6 +428,15 @@ class TestGguf : public QObject {
     QVERIFY(!tb::exporting::default_system_prompt(llama).has_value());
     tb::data::ChatTemplate plain("{% for m in messages %}{{ m.content }}{% endfor %}", "plain");
     QVERIFY(!tb::exporting::default_system_prompt(plain).has_value());
+
+    // Ollama's parser takes quoted values as they stand (no escapes): quotes and backslashes stay raw,
+    // several lines go in triple quotes, a triple quote cannot be written.
+    const std::string text = tb::exporting::modelfile_text({"./m.gguf", {"say \"x\"", "a\\b"}, std::string("one\ntwo")});
+    QVERIFY2(text.find("\nPARAMETER stop \"say \"x\"\"\n") != std::string::npos, text.c_str());
+    QVERIFY2(text.find("\nPARAMETER stop \"a\\b\"\n") != std::string::npos, text.c_str());
+    QVERIFY2(text.find("\nSYSTEM \"\"\"one\ntwo\"\"\"\n") != std::string::npos, text.c_str());
+    const std::string bad = tb::exporting::modelfile_text({"./m.gguf", {}, std::string("a \"\"\" b")});
+    QVERIFY2(bad.find("SYSTEM") == std::string::npos || bad.find("\nSYSTEM") == std::string::npos, bad.c_str());
   }
 
   // A tokenizer.json that is not byte-level (Gemma's style) is written from the tokenizer.model beside it;
