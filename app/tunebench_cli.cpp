@@ -280,6 +280,7 @@ int cmd_export_gguf(const std::string& config, const std::string& checkpoint, co
   }
   if (!cfg) return kUserError;
   const bool tty = isatty(STDERR_FILENO) != 0;
+  std::cerr << "export: loading the model and its weights...\n";
   try {
     size_t last_tenth = 0;
     const auto result = tb::exporting::export_gguf(*cfg, options, [&](size_t done, size_t total, uint64_t bytes) {

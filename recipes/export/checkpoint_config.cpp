@@ -13,6 +13,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A path as a YAML single-quoted scalar, so that ": " or " #" in a folder name stays part of it.
+std::string yaml_quoted(const std::string& path) {
+  std::string out = "'";
+  for (char c : path) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
 bool has_model_weights(const fs::path& dir) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
@@ -43,8 +50,9 @@ config::LoadResult load_checkpoint_config(const std::string& checkpoint_dir, boo
   config::LoadOptions options;
   options.registry = &components::builtin();
   options.recipe = manifest->value("recipe", std::string());
-  if (weights) options.overrides.push_back("checkpointer.checkpoint_dir=" + dir.string());
-  options.overrides.push_back(adapter || !weights ? "checkpointer.adapter_checkpoint=" + dir.string()
+  const std::string quoted = yaml_quoted(dir.string());
+  if (weights) options.overrides.push_back("checkpointer.checkpoint_dir=" + quoted);
+  options.overrides.push_back(adapter || !weights ? "checkpointer.adapter_checkpoint=" + quoted
                                                   : std::string("checkpointer.adapter_checkpoint=null"));
   options.overrides.insert(options.overrides.end(), overrides.begin(), overrides.end());
   return config::load_text((*manifest)["config"].get<std::string>(), (dir / training::kManifestName).string(), options);

@@ -98,6 +98,18 @@ class TestExportDialog : public QObject {
     QCOMPARE(adapter.tensor("blk.0.attn_q.weight.lora_a").type, 1u);
   }
 
+  // --checkpoint on a folder whose name YAML would misread unquoted (": ", " #", a quote).
+  void exportsACheckpointWithAnOddName() {
+    const QString odd = dir_.path() + "/run's: copy #2";
+    QVERIFY(QDir().mkpath(odd));
+    const auto copy = tbtest::run_process("cp", {"-r", dir_.path() + "/run/epoch_0", odd + "/epoch_0"});
+    QVERIFY2(copy.code == 0, qPrintable(copy.err));
+    const auto r = tbtest::run_process(cli_, {"export", "gguf", "--checkpoint", odd + "/epoch_0", "--output",
+                                              dir_.path() + "/odd.gguf", "--type", "f16"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(r.err.contains("loaded") && r.err.contains("copy #2"), qPrintable(r.err));
+  }
+
   // A failure reaches the dialog as a message, and the dialog stays usable.
   void reportsAFailure() {
     tb::ui::ExportDialog dialog(dir_.path() + "/run/epoch_0", true);
