@@ -538,6 +538,55 @@ class TestGgufLlamaCpp : public QObject {
     compareWithEval(tag, ref, yaml, 3e-4);
   }
 
+  // Llama 3.1's rotary scaling (low frequencies divided by 8, a smooth band between), which llama.cpp
+  // takes as a rope_freqs tensor of divisors: scored as eval does on a random model with it.
+  void llama31RopeScalingAsRopeFreqs() {
+    const std::string folder = path("llama31_model");
+    fs::create_directories(folder);
+    const nlohmann::json config = {
+        {"model_type", "llama"}, {"hidden_size", 128}, {"intermediate_size", 256}, {"num_attention_heads", 4},
+        {"num_key_value_heads", 2}, {"head_dim", 32}, {"num_hidden_layers", 2}, {"rms_norm_eps", 1e-5},
+        {"max_position_embeddings", 512}, {"vocab_size", 2048}, {"tie_word_embeddings", false},
+        {"rope_theta", 500000.0}, {"torch_dtype", "float32"},
+        {"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                          {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 64}}}};
+    std::ofstream(folder + "/config.json") << config.dump(2);
+    torch::manual_seed(51);
+    std::map<std::string, torch::Tensor> w;
+    const auto randn = [](std::vector<int64_t> s, double std) { return torch::randn(s) * std; };
+    w["model.embed_tokens.weight"] = randn({2048, 128}, 1.0);
+    w["lm_head.weight"] = randn({2048, 128}, 0.08);
+    w["model.norm.weight"] = 1 + randn({128}, 0.1);
+    for (int i = 0; i < 2; ++i) {
+      const std::string l = "model.layers." + std::to_string(i) + ".";
+      w[l + "input_layernorm.weight"] = 1 + randn({128}, 0.1);
+      w[l + "post_attention_layernorm.weight"] = 1 + randn({128}, 0.1);
+      w[l + "self_attn.q_proj.weight"] = randn({128, 128}, 0.15);
+      w[l + "self_attn.k_proj.weight"] = randn({64, 128}, 0.15);
+      w[l + "self_attn.v_proj.weight"] = randn({64, 128}, 0.09);
+      w[l + "self_attn.o_proj.weight"] = randn({128, 128}, 0.09);
+      w[l + "mlp.gate_proj.weight"] = randn({256, 128}, 0.09);
+      w[l + "mlp.up_proj.weight"] = randn({256, 128}, 0.09);
+      w[l + "mlp.down_proj.weight"] = randn({128, 256}, 0.06);
+    }
+    tb::checkpoint::save_safetensors(folder + "/model.safetensors", w);
+    const QString yaml = writeEvalConfig(
+        "llama31", folder,
+        "  _component_: torchtune.models.llama2.llama2_tokenizer\n  path: " + kSource + "/resources/tokenizer/tokenizer.model\n",
+        "LLAMA3");
+    tbtest::GgufFile f;
+    try {
+      f = exportF32(yaml, path("llama31_f32.gguf"));
+    } catch (const std::exception& e) {
+      QFAIL(e.what());
+    }
+    QCOMPARE(f.tensor("rope_freqs.weight").ne, (std::vector<uint64_t>{16}));
+    QString error;
+    const auto ref = tbtest::run_llama_cpp_reference(path("llama31_f32.gguf"), texts_, "", 0, &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    compareWithEval("llama31", ref, yaml, 1e-4);
+  }
+
   // Phi-3-mini's tokenizer (torchtune's phi3_mini_tokenizer: a SentencePiece model plus <|endoftext|>,
   // <|user|>, <|end|>, ... at 32000+), on a random Phi-3 model with an untied head: the specials are
   // written as control tokens at their ids, EOS is <|endoftext|>; llama.cpp splits and scores as we do.
