@@ -35,6 +35,65 @@ const std::string kSource = TB_SOURCE_DIR;
 const QString kEvalConfig = "configs/tiny/eval_stories.yaml";
 const std::string kPrompt = "Once upon a time";
 
+// Random weights of a small decoder under Hugging Face's names, large enough that the logits are far
+// from uniform (so a misread tensor moves the loss). Norms are 1 + noise, or noise alone where the family
+// scales by 1 + w (Gemma).
+struct RandomModel {
+  int64_t vocab = 2048, dim = 128, ffn = 256, heads = 4, kv_heads = 2, head_dim = 32, layers = 2;
+  bool tied = false;          // no lm_head: the embedding is the output layer (then it gets head_std)
+  bool fused = false;         // Phi: qkv_proj and gate_up_proj
+  bool qkv_bias = false;      // Qwen2
+  bool qk_norm = false;       // Qwen3, Gemma 3
+  bool sandwich = false;      // Gemma 2/3: norms before and after the MLP too
+  bool norm_offset = false;   // Gemma: norms scale by 1 + w
+  double embed_std = 1.0, head_std = 0.08, qk_std = 0.15, proj_std = 0.09, down_std = 0.06;
+};
+
+std::map<std::string, torch::Tensor> random_hf_weights(const RandomModel& m, uint64_t seed) {
+  torch::manual_seed(seed);
+  const auto randn = [](std::vector<int64_t> s, double std) { return torch::randn(s) * std; };
+  const auto norm = [&](int64_t n, double std) { return m.norm_offset ? randn({n}, std) : 1 + randn({n}, std); };
+  const int64_t q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim;
+  std::map<std::string, torch::Tensor> w;
+  w["model.embed_tokens.weight"] = randn({m.vocab, m.dim}, m.tied ? m.head_std : m.embed_std);
+  if (!m.tied) w["lm_head.weight"] = randn({m.vocab, m.dim}, m.head_std);
+  w["model.norm.weight"] = norm(m.dim, 0.1);
+  for (int64_t i = 0; i < m.layers; ++i) {
+    const std::string l = "model.layers." + std::to_string(i) + ".";
+    w[l + "input_layernorm.weight"] = norm(m.dim, 0.1);
+    w[l + "post_attention_layernorm.weight"] = norm(m.dim, 0.1);
+    if (m.sandwich) {
+      w[l + "pre_feedforward_layernorm.weight"] = norm(m.dim, 0.1);
+      w[l + "post_feedforward_layernorm.weight"] = norm(m.dim, 0.1);
+    }
+    if (m.qk_norm) {
+      w[l + "self_attn.q_norm.weight"] = norm(m.head_dim, 0.2);
+      w[l + "self_attn.k_norm.weight"] = norm(m.head_dim, 0.2);
+    }
+    if (m.fused) {
+      w[l + "self_attn.qkv_proj.weight"] = torch::cat({randn({q + kv, m.dim}, m.qk_std), randn({kv, m.dim}, m.proj_std)});
+    } else {
+      w[l + "self_attn.q_proj.weight"] = randn({q, m.dim}, m.qk_std);
+      w[l + "self_attn.k_proj.weight"] = randn({kv, m.dim}, m.qk_std);
+      w[l + "self_attn.v_proj.weight"] = randn({kv, m.dim}, m.proj_std);
+    }
+    w[l + "self_attn.o_proj.weight"] = randn({m.dim, q}, m.proj_std);
+    if (m.qkv_bias) {
+      w[l + "self_attn.q_proj.bias"] = randn({q}, 0.5);
+      w[l + "self_attn.k_proj.bias"] = randn({kv}, 0.5);
+      w[l + "self_attn.v_proj.bias"] = randn({kv}, 0.1);
+    }
+    if (m.fused) {
+      w[l + "mlp.gate_up_proj.weight"] = randn({2 * m.ffn, m.dim}, m.proj_std);
+    } else {
+      w[l + "mlp.gate_proj.weight"] = randn({m.ffn, m.dim}, m.proj_std);
+      w[l + "mlp.up_proj.weight"] = randn({m.ffn, m.dim}, m.proj_std);
+    }
+    w[l + "mlp.down_proj.weight"] = randn({m.dim, m.ffn}, m.down_std);
+  }
+  return w;
+}
+
 // GGUF name -> Hugging Face name, for writing a file's weights back as a model folder.
 std::string hf_name(const std::string& gguf) {
   if (gguf == "token_embd.weight") return "model.embed_tokens.weight";
@@ -296,40 +355,13 @@ class TestGgufLlamaCpp : public QObject {
       config["rope_scaling"] = {{"type", "longrope"}, {"short_factor", short_factor}, {"long_factor", short_factor}};
     }
     std::ofstream(folder + "/config.json") << config.dump(2);
-    torch::manual_seed(21);
-    std::map<std::string, torch::Tensor> w;
-    const auto randn = [](std::vector<int64_t> s, double std) { return torch::randn(s) * std; };
-    // Tied: the embedding is the output layer too, so it gets the output's scale (RMSNorm rescales inputs).
-    w["model.embed_tokens.weight"] = randn({vocab, 128}, tied ? 0.08 : 1.0);
-    if (!tied) w["lm_head.weight"] = randn({vocab, 128}, 0.08);
-    w["model.norm.weight"] = 1 + randn({128}, 0.1);
-    for (int i = 0; i < 2; ++i) {
-      const std::string l = "model.layers." + std::to_string(i) + ".";
-      w[l + "input_layernorm.weight"] = 1 + randn({128}, 0.1);
-      w[l + "post_attention_layernorm.weight"] = 1 + randn({128}, 0.1);
-      if (phi) {
-        w[l + "self_attn.qkv_proj.weight"] = torch::cat({randn({192, 128}, 0.15), randn({64, 128}, 0.09)});
-        w[l + "mlp.gate_up_proj.weight"] = randn({512, 128}, 0.09);
-      } else {
-        w[l + "self_attn.q_proj.weight"] = randn({128, 128}, 0.15);
-        w[l + "self_attn.k_proj.weight"] = randn({64, 128}, 0.15);
-        w[l + "self_attn.v_proj.weight"] = randn({64, 128}, 0.09);
-        w[l + "mlp.gate_proj.weight"] = randn({256, 128}, 0.09);
-        w[l + "mlp.up_proj.weight"] = randn({256, 128}, 0.09);
-      }
-      w[l + "self_attn.o_proj.weight"] = randn({128, 128}, 0.09);
-      if (modelType == "qwen2") {
-        w[l + "self_attn.q_proj.bias"] = randn({128}, 0.5);
-        w[l + "self_attn.k_proj.bias"] = randn({64}, 0.5);
-        w[l + "self_attn.v_proj.bias"] = randn({64}, 0.1);
-      }
-      if (modelType == "qwen3") {
-        w[l + "self_attn.q_norm.weight"] = 1 + randn({32}, 0.2);
-        w[l + "self_attn.k_norm.weight"] = 1 + randn({32}, 0.2);
-      }
-      w[l + "mlp.down_proj.weight"] = randn({128, 256}, 0.06);
-    }
-    tb::checkpoint::save_safetensors(folder + "/model.safetensors", w);
+    RandomModel m;
+    m.vocab = vocab;
+    m.tied = tied;
+    m.fused = phi;
+    m.qkv_bias = modelType == "qwen2";
+    m.qk_norm = modelType == "qwen3";
+    tb::checkpoint::save_safetensors(folder + "/model.safetensors", random_hf_weights(m, 21));
     std::string tokenizer_block = "  _component_: tunebench.data.hf_tokenizer\n  path: " + folder + "\n";
     const bool torchtune_files = tag == "qwen2_5_torchtune";
     if (torchtune_files) {  // the same vocabulary as vocab.json + merges.txt, specials from the tokenizer.json
@@ -493,32 +525,13 @@ class TestGgufLlamaCpp : public QObject {
                      {"rope_local_base_freq", 10000.0}, {"sliding_window_pattern", 6}});
     }
     std::ofstream(folder + "/config.json") << config.dump(2);
-    torch::manual_seed(33);
-    std::map<std::string, torch::Tensor> w;
-    const auto randn = [](std::vector<int64_t> s, double std) { return torch::randn(s) * std; };
-    w["model.embed_tokens.weight"] = randn({2048, 128}, 0.08);  // tied: the output layer too
-    w["model.norm.weight"] = randn({128}, 0.1);                  // Gemma scales by 1 + w
-    for (int i = 0; i < 6; ++i) {
-      const std::string l = "model.layers." + std::to_string(i) + ".";
-      w[l + "input_layernorm.weight"] = randn({128}, 0.1);
-      w[l + "post_attention_layernorm.weight"] = randn({128}, 0.1);
-      if (sandwich) {
-        w[l + "pre_feedforward_layernorm.weight"] = randn({128}, 0.1);
-        w[l + "post_feedforward_layernorm.weight"] = randn({128}, 0.1);
-      }
-      if (modelType == "gemma3_text") {
-        w[l + "self_attn.q_norm.weight"] = randn({32}, 0.2);
-        w[l + "self_attn.k_norm.weight"] = randn({32}, 0.2);
-      }
-      w[l + "self_attn.q_proj.weight"] = randn({128, 128}, 0.15);
-      w[l + "self_attn.k_proj.weight"] = randn({64, 128}, 0.15);
-      w[l + "self_attn.v_proj.weight"] = randn({64, 128}, 0.09);
-      w[l + "self_attn.o_proj.weight"] = randn({128, 128}, 0.09);
-      w[l + "mlp.gate_proj.weight"] = randn({256, 128}, 0.09);
-      w[l + "mlp.up_proj.weight"] = randn({256, 128}, 0.09);
-      w[l + "mlp.down_proj.weight"] = randn({128, 256}, 0.06);
-    }
-    tb::checkpoint::save_safetensors(folder + "/model.safetensors", w);
+    RandomModel m;
+    m.layers = 6;
+    m.tied = true;
+    m.norm_offset = true;
+    m.sandwich = sandwich;
+    m.qk_norm = modelType == "gemma3_text";
+    tb::checkpoint::save_safetensors(folder + "/model.safetensors", random_hf_weights(m, 33));
     const QString yaml = writeEvalConfig(
         tag, folder, "  _component_: torchtune.models.gemma.gemma_tokenizer\n  path: " + kSource + "/resources/tokenizer/tokenizer.model\n",
         modelType == "gemma" ? "GEMMA" : modelType == "gemma2" ? "GEMMA2" : "GEMMA3");
@@ -551,25 +564,7 @@ class TestGgufLlamaCpp : public QObject {
         {"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
                           {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 64}}}};
     std::ofstream(folder + "/config.json") << config.dump(2);
-    torch::manual_seed(51);
-    std::map<std::string, torch::Tensor> w;
-    const auto randn = [](std::vector<int64_t> s, double std) { return torch::randn(s) * std; };
-    w["model.embed_tokens.weight"] = randn({2048, 128}, 1.0);
-    w["lm_head.weight"] = randn({2048, 128}, 0.08);
-    w["model.norm.weight"] = 1 + randn({128}, 0.1);
-    for (int i = 0; i < 2; ++i) {
-      const std::string l = "model.layers." + std::to_string(i) + ".";
-      w[l + "input_layernorm.weight"] = 1 + randn({128}, 0.1);
-      w[l + "post_attention_layernorm.weight"] = 1 + randn({128}, 0.1);
-      w[l + "self_attn.q_proj.weight"] = randn({128, 128}, 0.15);
-      w[l + "self_attn.k_proj.weight"] = randn({64, 128}, 0.15);
-      w[l + "self_attn.v_proj.weight"] = randn({64, 128}, 0.09);
-      w[l + "self_attn.o_proj.weight"] = randn({128, 128}, 0.09);
-      w[l + "mlp.gate_proj.weight"] = randn({256, 128}, 0.09);
-      w[l + "mlp.up_proj.weight"] = randn({256, 128}, 0.09);
-      w[l + "mlp.down_proj.weight"] = randn({128, 256}, 0.06);
-    }
-    tb::checkpoint::save_safetensors(folder + "/model.safetensors", w);
+    tb::checkpoint::save_safetensors(folder + "/model.safetensors", random_hf_weights(RandomModel{}, 51));
     const QString yaml = writeEvalConfig(
         "llama31", folder,
         "  _component_: torchtune.models.llama2.llama2_tokenizer\n  path: " + kSource + "/resources/tokenizer/tokenizer.model\n",
@@ -598,22 +593,18 @@ class TestGgufLlamaCpp : public QObject {
                                    {"rms_norm_eps", 1e-5}, {"max_position_embeddings", 512}, {"vocab_size", 32064},
                                    {"tie_word_embeddings", false}, {"torch_dtype", "float32"}};
     std::ofstream(folder + "/config.json") << config.dump(2);
-    torch::manual_seed(41);
-    std::map<std::string, torch::Tensor> w;
-    const auto randn = [](std::vector<int64_t> s, double std) { return torch::randn(s) * std; };
-    w["model.embed_tokens.weight"] = randn({32064, 64}, 1.0);
-    w["lm_head.weight"] = randn({32064, 64}, 0.1);
-    w["model.norm.weight"] = 1 + randn({64}, 0.1);
-    for (int i = 0; i < 2; ++i) {
-      const std::string l = "model.layers." + std::to_string(i) + ".";
-      w[l + "input_layernorm.weight"] = 1 + randn({64}, 0.1);
-      w[l + "post_attention_layernorm.weight"] = 1 + randn({64}, 0.1);
-      w[l + "self_attn.qkv_proj.weight"] = torch::cat({randn({96, 64}, 0.2), randn({32, 64}, 0.12)});
-      w[l + "self_attn.o_proj.weight"] = randn({64, 64}, 0.12);
-      w[l + "mlp.gate_up_proj.weight"] = randn({256, 64}, 0.12);
-      w[l + "mlp.down_proj.weight"] = randn({64, 128}, 0.09);
-    }
-    tb::checkpoint::save_safetensors(folder + "/model.safetensors", w);
+    RandomModel m;
+    m.vocab = 32064;
+    m.dim = 64;
+    m.ffn = 128;
+    m.heads = 2;
+    m.kv_heads = 1;
+    m.fused = true;
+    m.head_std = 0.1;
+    m.qk_std = 0.2;
+    m.proj_std = 0.12;
+    m.down_std = 0.09;
+    tb::checkpoint::save_safetensors(folder + "/model.safetensors", random_hf_weights(m, 41));
     const QString yaml = writeEvalConfig(
         "phi3_mini", folder,
         "  _component_: torchtune.models.phi3.phi3_mini_tokenizer\n  path: " + kSource + "/resources/tokenizer/tokenizer.model\n",
@@ -669,25 +660,14 @@ class TestGgufLlamaCpp : public QObject {
       config["head_dim"] = 64;
       config["num_hidden_layers"] = 2;
       std::ofstream(wideModel_ + "/config.json") << config.dump(2);
-      torch::manual_seed(3);
-      std::map<std::string, torch::Tensor> w;
-      const auto randn = [](std::vector<int64_t> s, double std) { return torch::randn(s) * std; };
-      w["model.embed_tokens.weight"] = randn({2048, 256}, 1.0);
-      w["lm_head.weight"] = randn({2048, 256}, 0.08);
-      w["model.norm.weight"] = 1 + randn({256}, 0.1);
-      for (int i = 0; i < 2; ++i) {
-        const std::string l = "model.layers." + std::to_string(i) + ".";
-        w[l + "input_layernorm.weight"] = 1 + randn({256}, 0.1);
-        w[l + "post_attention_layernorm.weight"] = 1 + randn({256}, 0.1);
-        w[l + "self_attn.q_proj.weight"] = randn({256, 256}, 0.12);
-        w[l + "self_attn.k_proj.weight"] = randn({128, 256}, 0.12);
-        w[l + "self_attn.v_proj.weight"] = randn({128, 256}, 0.06);
-        w[l + "self_attn.o_proj.weight"] = randn({256, 256}, 0.06);
-        w[l + "mlp.gate_proj.weight"] = randn({512, 256}, 0.06);
-        w[l + "mlp.up_proj.weight"] = randn({512, 256}, 0.06);
-        w[l + "mlp.down_proj.weight"] = randn({256, 512}, 0.05);
-      }
-      tb::checkpoint::save_safetensors(wideModel_ + "/model.safetensors", w);
+      RandomModel m;
+      m.dim = 256;
+      m.ffn = 512;
+      m.head_dim = 64;
+      m.qk_std = 0.12;
+      m.proj_std = 0.06;
+      m.down_std = 0.05;
+      tb::checkpoint::save_safetensors(wideModel_ + "/model.safetensors", random_hf_weights(m, 3));
     }
     const std::string gguf = exportGguf("wide_" + type.toStdString() + ".gguf", type, wideModel_);
     const auto f = tbtest::parse_gguf(tbtest::read_file(gguf));
