@@ -9,10 +9,7 @@
 
 #include "checkpoint/atomic_file.h"
 #include "checkpoint/gguf_file.h"
-#include "checkpoint/hf_checkpointer.h"
 #include "checkpoint/hf_convert.h"
-#include "components/builtin.h"
-#include "config/registry.h"
 #include "export/gguf_layout.h"
 #include "export/gguf_vocab.h"
 #include "export/ollama_modelfile.h"
@@ -167,15 +164,12 @@ GgufExportResult export_gguf(const config::Config& cfg, const GgufExportOptions&
   result.architecture = gguf_architecture(args.family);
   result.weights = loaded.weights;
   result.warnings = loaded.warnings;
-  const auto checkpointer = components::builtin().build<std::shared_ptr<checkpoint::FullModelHFCheckpointer>>(
-      cfg.at("checkpointer"));
-  const auto& ck = checkpointer->options();
   const std::string& arch = result.architecture;
 
   checkpoint::GgufMetadata kv;
   kv.set_string("general.architecture", arch);
   std::string name = options.name;
-  if (name.empty() && ck.checkpoint_dir) name = std::filesystem::path(*ck.checkpoint_dir).lexically_normal().filename().string();
+  if (name.empty() && loaded.checkpoint_dir) name = std::filesystem::path(*loaded.checkpoint_dir).lexically_normal().filename().string();
   if (name.empty()) name = "tunebench-model";
 
   std::optional<data::ChatTemplate> chat_template;
@@ -232,7 +226,7 @@ GgufExportResult export_gguf(const config::Config& cfg, const GgufExportOptions&
     std::filesystem::path tokenizer_dir = cfg.get_string("tokenizer.path", "");
     if (!tokenizer_dir.empty() && !std::filesystem::is_directory(tokenizer_dir)) tokenizer_dir = tokenizer_dir.parent_path();
     add_tokenizer_metadata(kv, *loaded.tokenizer, args.vocab_size, args.family, tokenizer_dir.string());
-    chat_template = find_chat_template(*loaded.tokenizer, ck.checkpoint_dir);
+    chat_template = find_chat_template(*loaded.tokenizer, loaded.checkpoint_dir);
     if (chat_template) {
       kv.set_string("tokenizer.chat_template", chat_template->source());
       result.chat_template = true;

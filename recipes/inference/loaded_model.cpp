@@ -29,6 +29,7 @@ LoadedModel load_model(const config::Config& cfg) {
   out.warnings = report.warnings;
   // A LoRA model scores, generates and exports with its adapter, as the recipe trains with it.
   const auto& ck = checkpointer->options();
+  out.checkpoint_dir = ck.checkpoint_dir;
   out.adapter_dir = peft::adapter_folder(ck.adapter_checkpoint, ck.checkpoint_dir);
   if (!out.adapter_dir.empty()) {
     peft::load_adapter_into(*out.model, peft::load_peft_adapter(out.adapter_dir, out.model->args()), out.adapter_dir);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@ struct LoadedModel {
   std::shared_ptr<data::Tokenizer> tokenizer;
   c10::ScalarType dtype = c10::ScalarType::Float;
   std::string weights;  // one line: where the weights came from
+  std::optional<std::string> checkpoint_dir;  // the checkpointer's folder; nullopt: seeded random weights
   std::string adapter_dir;  // checkpointer.adapter_checkpoint's folder, loaded into a LoRA model; empty if none
   std::vector<std::string> warnings;  // the checkpointer's (e.g. lm_head copied from the embedding)
 };
