@@ -19,6 +19,7 @@
 #include "components/builtin.h"
 #include "config/config.h"
 #include "config/schema.h"
+#include "inference/chat_session.h"
 #include "inference/generate.h"
 #include "test_support.h"
 #include "tokenizers_reference.h"
@@ -54,6 +55,27 @@ class TestEvalGenerate : public QObject {
         << dir_.path().toStdString() << "/docs.txt\n"
         << "batch_size: " << batchSize << "\ndtype: " << dtype.toStdString() << "\nnum_threads: 1\nseed: 0\n";
     return path;
+  }
+
+  // A folder with the Qwen fixture's tokenizer.json and Qwen3's chat template, as a model folder has them.
+  QString qwen3TokenizerFolder() const { return dir_.path() + "/qwen3_tokenizer"; }
+  std::string qwen3TokenizerJson() const { return (qwen3TokenizerFolder() + "/tokenizer.json").toStdString(); }
+  tb::config::LoadResult qwen3ChatConfig(const std::vector<std::string>& extra = {}) const {
+    const QString folder = qwen3TokenizerFolder();
+    if (!QFileInfo(folder + "/tokenizer_config.json").isFile()) {
+      QDir().mkpath(folder);
+      tbtest::write_file(qwen3TokenizerJson(), tbtest::read_file(TB_SOURCE_DIR "/tests/data/tokenizers/qwen/tokenizer.json"));
+      nlohmann::json config = {{"bos_token", nullptr},
+                               {"eos_token", "<|im_end|>"},
+                               {"chat_template", tbtest::read_file(TB_SOURCE_DIR "/tests/data/chat_templates/qwen3.jinja")}};
+      tbtest::write_file((folder + "/tokenizer_config.json").toStdString(), config.dump());
+    }
+    tb::config::LoadOptions options;
+    options.registry = &tb::components::builtin();
+    options.recipe = tb::config::kInferenceVerbs;
+    options.overrides = {"tokenizer=tunebench.data.hf_tokenizer", "tokenizer.path=" + folder.toStdString()};
+    options.overrides.insert(options.overrides.end(), extra.begin(), extra.end());
+    return tb::config::load_file(writeConfig(variant("fp32_gqa"), "fp32", 1).toStdString(), options);
   }
 
  private Q_SLOTS:
@@ -179,19 +201,7 @@ class TestEvalGenerate : public QObject {
   // --chat: the prompt goes in as a user turn through the model's chat template with its generation prompt
   // (a folder made from the Qwen fixture and Qwen3's template; ids checked against Hugging Face tokenizers).
   void chatPromptGoesThroughTheTemplate() {
-    const QString folder = dir_.path() + "/qwen3_tokenizer";
-    QVERIFY(QDir().mkpath(folder));
-    const std::string tokenizer_json = (folder + "/tokenizer.json").toStdString();
-    tbtest::write_file(tokenizer_json, tbtest::read_file(TB_SOURCE_DIR "/tests/data/tokenizers/qwen/tokenizer.json"));
-    nlohmann::json config = {{"bos_token", nullptr},
-                             {"eos_token", "<|im_end|>"},
-                             {"chat_template", tbtest::read_file(TB_SOURCE_DIR "/tests/data/chat_templates/qwen3.jinja")}};
-    tbtest::write_file((folder + "/tokenizer_config.json").toStdString(), config.dump());
-    tb::config::LoadOptions options;
-    options.registry = &tb::components::builtin();
-    options.recipe = tb::config::kInferenceVerbs;
-    options.overrides = {"tokenizer=tunebench.data.hf_tokenizer", "tokenizer.path=" + folder.toStdString()};
-    const auto loaded = tb::config::load_file(writeConfig(variant("fp32_gqa"), "fp32", 1).toStdString(), options);
+    const auto loaded = qwen3ChatConfig();
     QVERIFY2(loaded.ok(), tb::config::format_diagnostics(loaded.diagnostics).c_str());
     tb::inference::GenerateOptions g;
     g.prompt = "Hi there";
@@ -210,8 +220,52 @@ class TestEvalGenerate : public QObject {
     longer.root["tokenizer"]["max_seq_len"] = 64;
     const auto result = tb::inference::generate(longer, g);
     QCOMPARE(result.prompt_tokens,
-             tbtest::tokenizers_reference_ids(tokenizer_json, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n"
+             tbtest::tokenizers_reference_ids(qwen3TokenizerJson(), "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n"
                                                               "Hi there<|im_end|>\n<|im_start|>assistant\n"));
+  }
+
+  // The Chat tab's session (the model reads 64 tokens: short turns): a conversation of several turns
+  // goes through Qwen3's template as Hugging Face tokenizers encodes the rendered text, and the greedy
+  // reply (KV cache) is the reference's, which re-runs the whole sequence for each token and stops before
+  // <|im_end|>. A second reply on the same loaded model stops when the caller says so.
+  void chatSessionContinuesAConversationAsTheReference() {
+    const auto loaded = qwen3ChatConfig({"tokenizer.max_seq_len=96"});
+    QVERIFY2(loaded.ok(), tb::config::format_diagnostics(loaded.diagnostics).c_str());
+    tb::inference::ChatSession session(*loaded.config);
+    const std::vector<tb::inference::ChatTurn> conversation = {
+        {"system", "Hi"}, {"user", "Hi"}, {"assistant", "Yo"}, {"user", "Go"}};
+    tb::inference::ChatSettings greedy;
+    greedy.temperature = 0;
+    greedy.max_new_tokens = 12;
+    std::string streamed;
+    const auto reply = session.reply(conversation, greedy, [&](const std::string& so_far) {
+      streamed = so_far;
+      return true;
+    });
+    QCOMPARE(reply.prompt_tokens,
+             tbtest::tokenizers_reference_ids(qwen3TokenizerJson(),
+                                              "<|im_start|>system\nHi<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+                                              "<|im_start|>assistant\nYo<|im_end|>\n<|im_start|>user\nGo<|im_end|>\n"
+                                              "<|im_start|>assistant\n"));
+    nlohmann::json ids = reply.prompt_tokens;
+    const QString idsFile = dir_.path() + "/chat_prompt.json";
+    tbtest::write_file(idsFile.toStdString(), ids.dump());
+    const auto stop = tbtest::tokenizers_reference_ids(qwen3TokenizerJson(), "<|im_end|>");
+    QCOMPARE(int(stop.size()), 1);
+    const auto reference = tbtest::run_reference(
+        "hf_llama_reference.py", {"greedy-ids", variant("fp32_gqa"), idsFile, "12", QString::number(stop[0])});
+    QVERIFY2(reference.code == 0, qPrintable(reference.err));
+    const QJsonArray want = parse(tbtest::last_line(reference.out)).value("tokens").toArray();
+    QCOMPARE(int(reply.tokens.size()), int(want.size()));
+    for (int i = 0; i < want.size(); ++i) QCOMPARE(reply.tokens[size_t(i)], int64_t(want[i].toInt()));
+    QCOMPARE(streamed, reply.text);
+    QVERIFY(!reply.cancelled);
+
+    int calls = 0;
+    const auto stopped = session.reply(conversation, greedy, [&](const std::string&) { return ++calls < 3; });
+    QVERIFY(stopped.cancelled);
+    QCOMPARE(int(stopped.tokens.size()), 3);
+    QCOMPARE(stopped.tokens, std::vector<int64_t>(reply.tokens.begin(), reply.tokens.begin() + 3));
   }
 
   void generateFromTheCliPrintsTheContinuation() {

@@ -16,6 +16,9 @@ stored tokens. Needs only python3 and torch (no transformers, no safetensors pac
   hf_llama_reference.py greedy CKPT_DIR TOKENIZER_MODEL PROMPT N
       greedy decoding without a KV cache (the full sequence re-run for every token) from BOS + PROMPT,
       stopping before EOS; prints {"tokens": [...]} (the new tokens only)
+  hf_llama_reference.py greedy-ids CKPT_DIR IDS_JSON N STOP_ID...
+      the same from prompt ids given as a JSON list (a chat template's rendering), stopping before any
+      STOP_ID
 
 Each variant folder holds the checkpoint plus tokens.json, expected.json and logits.safetensors.
 """
@@ -254,19 +257,23 @@ def eval_text(folder, tokenizer_path, text_path, max_seq_len):
     return {"loss": loss, "perplexity": math.exp(loss), "tokens": positions, "documents": len(documents)}
 
 
-def greedy(folder, tokenizer_path, prompt, n):
+def greedy_ids(folder, ids, n, stop_ids):
     cfg, w = read_checkpoint(folder)
-    sp = sentencepiece(tokenizer_path)
-    ids = [sp.bos_id()] + sp.encode(prompt)
+    ids = list(ids)
     new = []
     for _ in range(n):
         logits = hf_llama_logits(cfg, w, torch.tensor([ids], dtype=torch.int64), torch.float32)[0, -1]
         nxt = int(logits.argmax())
-        if nxt == sp.eos_id():
+        if nxt in stop_ids:
             break
         ids.append(nxt)
         new.append(nxt)
     return {"tokens": new, "prompt_tokens": len(ids) - len(new)}
+
+
+def greedy(folder, tokenizer_path, prompt, n):
+    sp = sentencepiece(tokenizer_path)
+    return greedy_ids(folder, [sp.bos_id()] + sp.encode(prompt), n, {sp.eos_id()})
 
 
 def main(argv):
@@ -292,6 +299,11 @@ def main(argv):
     with torch.no_grad():
         if len(argv) == 6 and argv[1] == "eval-text":
             print(json.dumps(eval_text(argv[2], argv[3], argv[4], int(argv[5]))))
+            return 0
+        if len(argv) >= 6 and argv[1] == "greedy-ids":
+            with open(argv[3]) as f:
+                ids = json.load(f)
+            print(json.dumps(greedy_ids(argv[2], ids, int(argv[4]), {int(a) for a in argv[5:]})))
             return 0
         if len(argv) == 6 and argv[1] == "greedy":
             print(json.dumps(greedy(argv[2], argv[3], argv[4], int(argv[5]))))
