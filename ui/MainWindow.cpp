@@ -24,6 +24,7 @@
 #include <iostream>
 
 #include "AppIcon.h"
+#include "ChatPanel.h"
 #include "CheckpointsPanel.h"
 #include "ConfigDocument.h"
 #include "ConfigEditorPanel.h"
@@ -64,6 +65,7 @@ MainWindow::MainWindow(const StartupOptions& options, QWidget* parent)
     if (!controller_->isActive()) start_->setToolTip(ok ? "Start training" : QString("The config has %1 problem(s)").arg(count));
   });
   checkpoints_->setOutputDir(doc_->scalar("output_dir"));
+  chat_->setOutputDir(doc_->scalar("output_dir"));
   onState(RunState::Idle, {});
   updateTitle();
   if (!startupMessage_.isEmpty()) statusBar()->showMessage(startupMessage_);
@@ -143,6 +145,7 @@ void MainWindow::buildUi() {
   editor_ = new ConfigEditorPanel(doc_, this);
   checkpoints_ = new CheckpointsPanel(this);
   runs_ = new RunsPanel(this);
+  chat_ = new ChatPanel(doc_, this);
   live_ = new LivePlot(this);
   lossTile_ = new MetricTile("loss", this);
   tokensTile_ = new MetricTile("tokens / s", this);
@@ -168,6 +171,7 @@ void MainWindow::buildUi() {
   tabs_->addTab(editor_, "Config");
   tabs_->addTab(checkpoints_, "Checkpoints");
   tabs_->addTab(runs_, "Runs");
+  tabs_->addTab(chat_, "Chat");
   setCentralWidget(tabs_);
 
   auto* scroll = new QScrollArea(this);
@@ -325,6 +329,7 @@ bool MainWindow::startWith(const std::vector<std::string>& overrides, qint64 res
   setBanner(resumeStep > 0 ? QString("Resuming from step %1 in %2").arg(resumeStep).arg(outputDir)
                                   : QString("Training into %1").arg(outputDir));
   checkpoints_->setOutputDir(outputDir);
+  chat_->setOutputDir(outputDir);
   runs_->addRecentRun(outputDir);
   tabs_->setCurrentIndex(0);
   return true;
@@ -399,6 +404,7 @@ void MainWindow::onEvent(const RunEvent& e) {
     live_->setMemoryFloor(liveRun_, e.memory->floorGib());
   } else if (e.kind == "checkpoint") {
     checkpoints_->refresh();
+    chat_->setOutputDir(controller_->outputDir());
     statusBar()->showMessage("Checkpoint saved: " + e.path, 8000);
   }
 }
@@ -412,6 +418,7 @@ void MainWindow::onState(RunState state, const QString& message) {
   stop_->setEnabled(state == RunState::Running || state == RunState::Paused);
   stopNoSave_->setEnabled(stop_->isEnabled());
   checkpoints_->setRunActive(active);
+  chat_->setTrainingActive(active);
   setup_->setEnabled(!active);
   editor_->editor()->setReadOnly(active);
   QString text = stateName(state);
@@ -423,6 +430,7 @@ void MainWindow::onState(RunState state, const QString& message) {
 
 void MainWindow::onFinished(const RunOutcome& outcome) {
   checkpoints_->refresh();
+  chat_->setOutputDir(controller_->outputDir());
   if (outcome.status != tb::training::RunStatus::Failed) {
     setBanner(QString("%1 after %2 steps, loss %3%4")
                          .arg(outcome.status == tb::training::RunStatus::Completed ? "Completed" : "Stopped")
@@ -444,7 +452,7 @@ void MainWindow::takeScreenshotsAndQuit(int exitCode) {
     QDir().mkpath(base.absolutePath());
     if (!controller_->outputDir().isEmpty()) runs_->showRun(controller_->outputDir(), false);
     const QList<QPair<QWidget*, QString>> shots = {
-        {tabs_->widget(0), ""}, {editor_, "-config"}, {checkpoints_, "-checkpoints"}, {runs_, "-runs"}};
+        {tabs_->widget(0), ""}, {editor_, "-config"}, {checkpoints_, "-checkpoints"}, {runs_, "-runs"}, {chat_, "-chat"}};
     for (const auto& [tab, suffix] : shots) {
       tabs_->setCurrentWidget(tab);
       live_->drainNow();

@@ -1,5 +1,5 @@
-// The Tunebench window: run setup in a dock; Live (metric tiles and plots), Config, Checkpoints and Runs
-// as tabs; a toolbar with Start / Pause / Stop, a progress bar and the ETA (steady steps only). Thin: it
+// The Tunebench window: run setup in a dock; Live (metric tiles and plots), Config, Checkpoints, Runs and
+// Chat as tabs; a toolbar with Start / Pause / Stop, a progress bar and the ETA (steady steps only). Thin: it
 // wires the panels to one ConfigDocument and one TrainingController.
 #pragma once
 
@@ -22,6 +22,7 @@ class QTabWidget;
 
 namespace tb::ui {
 
+class ChatPanel;
 class CheckpointsPanel;
 class ConfigDocument;
 class ConfigEditorPanel;
@@ -67,6 +68,7 @@ class MainWindow : public QMainWindow {
   ConfigEditorPanel* editorPanel() const { return editor_; }
   CheckpointsPanel* checkpointsPanel() const { return checkpoints_; }
   RunsPanel* runsPanel() const { return runs_; }
+  ChatPanel* chatPanel() const { return chat_; }
   LivePlot* livePlot() const { return live_; }
   QProgressBar* progressBar() const { return progress_; }
   QString etaText() const;
@@ -103,6 +105,7 @@ class MainWindow : public QMainWindow {
   ConfigEditorPanel* editor_;
   CheckpointsPanel* checkpoints_;
   RunsPanel* runs_;
+  ChatPanel* chat_;
   LivePlot* live_;
   MetricTile* lossTile_;
   MetricTile* tokensTile_;

@@ -29,17 +29,32 @@ bool has_model_weights(const fs::path& dir) {
   return false;
 }
 
-}  // namespace
-
-config::LoadResult load_checkpoint_config(const std::string& checkpoint_dir, bool adapter,
-                                          const std::vector<std::string>& overrides) {
-  const fs::path dir = fs::absolute(checkpoint_dir).lexically_normal();
+// The manifest of a complete checkpoint that records its config.
+nlohmann::json manifest_with_config(const fs::path& dir) {
   const auto manifest = training::read_manifest(dir.string());
   if (!manifest)
     throw std::runtime_error(dir.string() + ": not a complete Tunebench checkpoint (no " +
                              training::kManifestName + ")");
   if (!manifest->contains("config") || !(*manifest)["config"].is_string())
     throw std::runtime_error(dir.string() + "/" + training::kManifestName + ": holds no config");
+  return *manifest;
+}
+
+config::LoadResult load_manifest_config(const fs::path& dir, const nlohmann::json& manifest,
+                                        std::vector<std::string> overrides) {
+  config::LoadOptions options;
+  options.registry = &components::builtin();
+  options.recipe = manifest.value("recipe", std::string());
+  options.overrides = std::move(overrides);
+  return config::load_text(manifest["config"].get<std::string>(), (dir / training::kManifestName).string(), options);
+}
+
+}  // namespace
+
+config::LoadResult load_checkpoint_config(const std::string& checkpoint_dir, bool adapter,
+                                          const std::vector<std::string>& overrides) {
+  const fs::path dir = fs::absolute(checkpoint_dir).lexically_normal();
+  const nlohmann::json manifest = manifest_with_config(dir);
   const bool weights = has_model_weights(dir);
   const bool adapter_files = fs::exists(dir / "adapter_model.safetensors");
   if (!weights && !adapter_files)
@@ -47,15 +62,18 @@ config::LoadResult load_checkpoint_config(const std::string& checkpoint_dir, boo
   if (adapter && !adapter_files)
     throw std::runtime_error(dir.string() + ": holds no LoRA adapter (adapter_model.safetensors) to export");
 
-  config::LoadOptions options;
-  options.registry = &components::builtin();
-  options.recipe = manifest->value("recipe", std::string());
   const std::string quoted = yaml_quoted(dir.string());
-  if (weights) options.overrides.push_back("checkpointer.checkpoint_dir=" + quoted);
-  options.overrides.push_back(adapter || !weights ? "checkpointer.adapter_checkpoint=" + quoted
-                                                  : std::string("checkpointer.adapter_checkpoint=null"));
-  options.overrides.insert(options.overrides.end(), overrides.begin(), overrides.end());
-  return config::load_text((*manifest)["config"].get<std::string>(), (dir / training::kManifestName).string(), options);
+  std::vector<std::string> all;
+  if (weights) all.push_back("checkpointer.checkpoint_dir=" + quoted);
+  all.push_back(adapter || !weights ? "checkpointer.adapter_checkpoint=" + quoted
+                                    : std::string("checkpointer.adapter_checkpoint=null"));
+  all.insert(all.end(), overrides.begin(), overrides.end());
+  return load_manifest_config(dir, manifest, all);
+}
+
+config::LoadResult load_checkpoint_base_config(const std::string& checkpoint_dir) {
+  const fs::path dir = fs::absolute(checkpoint_dir).lexically_normal();
+  return load_manifest_config(dir, manifest_with_config(dir), {"checkpointer.adapter_checkpoint=null"});
 }
 
 }  // namespace tb::exporting

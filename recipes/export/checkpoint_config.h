@@ -19,4 +19,8 @@ namespace tb::exporting {
 config::LoadResult load_checkpoint_config(const std::string& checkpoint_dir, bool adapter,
                                           const std::vector<std::string>& overrides = {});
 
+// The model the checkpoint's run started from: the manifest's config as it was trained, without the
+// checkpoint's weights or adapter (the window's Chat tab sets it beside the fine-tuned one). Throws as above.
+config::LoadResult load_checkpoint_base_config(const std::string& checkpoint_dir);
+
 }  // namespace tb::exporting

@@ -19,7 +19,15 @@ struct ChatTurn {
   std::string content;
 };
 
+// How the conversation becomes the prompt.
+enum class ChatFormat {
+  Template,  // every turn through the tokenizer's conversation formatting (the model's chat template)
+  Alpaca,    // the last user turn as the Alpaca instruction alpaca_dataset trains on (one turn, no history)
+  Plain,     // the last user turn as raw text after BOS, continued (one turn, no history)
+};
+
 struct ChatSettings {
+  ChatFormat format = ChatFormat::Template;
   int64_t max_new_tokens = 256;
   double temperature = 0.7;  // 0: greedy
   int64_t top_k = 40;        // 0: all

@@ -19,6 +19,7 @@
 #include "components/builtin.h"
 #include "config/config.h"
 #include "config/schema.h"
+#include "data/sft_datasets.h"
 #include "inference/chat_session.h"
 #include "inference/generate.h"
 #include "test_support.h"
@@ -260,6 +261,16 @@ class TestEvalGenerate : public QObject {
     for (int i = 0; i < want.size(); ++i) QCOMPARE(reply.tokens[size_t(i)], int64_t(want[i].toInt()));
     QCOMPARE(streamed, reply.text);
     QVERIFY(!reply.cancelled);
+
+    // The single-turn formats read the last user turn: Alpaca's instruction as generate --instruct builds it.
+    tb::inference::ChatSettings alpaca = greedy;
+    alpaca.format = tb::inference::ChatFormat::Alpaca;
+    alpaca.max_new_tokens = 1;
+    const auto instructed = session.reply({{"user", "Hi"}, {"assistant", "Yo"}, {"user", "Go"}}, alpaca);
+    QCOMPARE(instructed.prompt_tokens,
+             tbtest::tokenizers_reference_ids(qwen3TokenizerJson(),
+                                              "<|im_start|>user\n" + tb::data::alpaca_prompt("Go", "") +
+                                                  "<|im_end|>\n<|im_start|>assistant\n"));
 
     int calls = 0;
     const auto stopped = session.reply(conversation, greedy, [&](const std::string&) { return ++calls < 3; });
