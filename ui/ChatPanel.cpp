@@ -137,21 +137,27 @@ void ChatPanel::buildUi() {
   status_ = new QLabel(this);
   status_->setWordWrap(true);
 
+  // Short rows: the tab fits beside the setup dock in a 1024-pixel-wide window.
+  source_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  source_->setMinimumContentsLength(16);
   auto* top = new QHBoxLayout;
   top->addWidget(new QLabel("Model", this));
   top->addWidget(source_, 1);
   top->addWidget(browse);
-  top->addWidget(compare_);
+  auto* options = new QHBoxLayout;
+  options->addWidget(compare_);
+  options->addStretch(1);
+  options->addWidget(new QLabel("Format", this));
+  options->addWidget(format_);
   auto* settings = new QHBoxLayout;
   auto labeled = [&](const QString& label, QWidget* w) {
     settings->addWidget(new QLabel(label, this));
     settings->addWidget(w);
   };
-  labeled("Format", format_);
   labeled("Temperature", temperature_);
   labeled("Top-k", topK_);
   labeled("Max tokens", maxTokens_);
-  settings->addWidget(system_, 1);
+  settings->addStretch(1);
 
   auto* splitter = new QSplitter(this);
   for (auto& pane : panes_) {
@@ -174,7 +180,9 @@ void ChatPanel::buildUi() {
 
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(top);
+  layout->addLayout(options);
   layout->addLayout(settings);
+  layout->addWidget(system_);
   layout->addWidget(splitter, 1);
   layout->addWidget(slowNote_);
   layout->addLayout(bottom);

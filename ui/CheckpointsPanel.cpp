@@ -2,6 +2,8 @@
 
 #include <QDesktopServices>
 #include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QFileSystemWatcher>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -28,7 +30,7 @@ CheckpointsPanel::CheckpointsPanel(QWidget* parent)
       export_(new QPushButton("Export…", this)),
       watcher_(new QFileSystemWatcher(this)), refreshTimer_(new QTimer(this)) {
   table_->setHorizontalHeaderLabels(
-      {"Checkpoint", "Step", "Epoch", "Loss", "Recipe", "Compile", "dtype", "Size", "Written", "Status"});
+      {"Checkpoint", "Step", "Epochs done", "Loss", "Recipe", "Compile", "dtype", "Size", "Written", "Status"});
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setSelectionMode(QAbstractItemView::SingleSelection);
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -36,24 +38,37 @@ CheckpointsPanel::CheckpointsPanel(QWidget* parent)
   table_->horizontalHeader()->setStretchLastSection(true);
   reload_->setToolTip("Continue this run from the selected checkpoint: weights, optimizer, schedule, data position");
   newRun_->setToolTip("A fresh fine-tune (step 1, new optimizer) that starts from the selected weights");
+  table_->horizontalHeaderItem(kEpoch)->setToolTip("Epochs completed when it was saved: epoch_0 is saved at the end "
+                                                   "of the first epoch, so it has 1");
   auto* refreshButton = new QPushButton("Refresh", this);
+  auto* browse = new QPushButton("Open run folder…", this);
+  browse->setObjectName("browseButton");
+  browse->setToolTip("Show the checkpoints of another run");
+  openFolder_->setToolTip("Open the selected checkpoint's folder (or the run's) in the file manager");
+  refreshButton->setToolTip("Read the folder again");
   reload_->setObjectName("reloadButton");
   newRun_->setObjectName("newRunButton");
   openFolder_->setObjectName("openFolderButton");
   export_->setObjectName("exportButton");
   export_->setToolTip("Write the selected checkpoint as a GGUF file for llama.cpp, Ollama or LM Studio");
 
+  // Two short rows (what to do with the selected checkpoint; which folder): narrow windows keep them whole.
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(reload_);
   buttons->addWidget(newRun_);
   buttons->addWidget(export_);
-  buttons->addWidget(openFolder_);
   buttons->addStretch(1);
-  buttons->addWidget(refreshButton);
+  auto* folderButtons = new QHBoxLayout;
+  folderButtons->addWidget(openFolder_);
+  folderButtons->addWidget(browse);
+  folderButtons->addStretch(1);
+  folderButtons->addWidget(refreshButton);
+  header_->setWordWrap(true);
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(header_);
   layout->addWidget(table_, 1);
   layout->addLayout(buttons);
+  layout->addLayout(folderButtons);
 
   refreshTimer_->setSingleShot(true);
   refreshTimer_->setInterval(400);
@@ -70,9 +85,10 @@ CheckpointsPanel::CheckpointsPanel(QWidget* parent)
   connect(export_, &QPushButton::clicked, this, [this] {
     if (auto* dialog = openExport()) dialog->show();
   });
-  connect(openFolder_, &QPushButton::clicked, this, [this] {
-    const auto* e = selected();
-    QDesktopServices::openUrl(QUrl::fromLocalFile(e ? e->path : outputDir_));
+  connect(openFolder_, &QPushButton::clicked, this, [this] { QDesktopServices::openUrl(folderUrl()); });
+  connect(browse, &QPushButton::clicked, this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, "A run's output folder", outputDir_);
+    if (!dir.isEmpty()) setOutputDir(dir);
   });
   refresh();
 }
@@ -120,6 +136,13 @@ void CheckpointsPanel::refresh() {
     set(kStatus, e.complete ? "complete" : "incomplete (no manifest: being written or interrupted)");
     if (e.path == selectedPath) table_->selectRow(row);
   }
+  // Nothing chosen yet: the newest complete checkpoint is (so Reload works on a run with one).
+  if (!selected())
+    for (int row = int(entries_.size()) - 1; row >= 0; --row)
+      if (entries_[row].complete) {
+        table_->selectRow(row);
+        break;
+      }
   table_->resizeColumnsToContents();
   updateButtons();
 }
@@ -134,6 +157,12 @@ const CheckpointEntry* CheckpointsPanel::selected() const {
 void CheckpointsPanel::select(int row) {
   table_->selectRow(row);
   updateButtons();
+}
+
+// Absolute: a relative file: URL means nothing to a file manager.
+QUrl CheckpointsPanel::folderUrl() const {
+  const auto* e = selected();
+  return QUrl::fromLocalFile(QFileInfo(e ? e->path : outputDir_).absoluteFilePath());
 }
 
 ExportDialog* CheckpointsPanel::openExport() {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <QVector>
+#include <QUrl>
 #include <QWidget>
 
 #include "RunHistory.h"
@@ -31,7 +32,9 @@ class CheckpointsPanel : public QWidget {
   QTableWidget* table() const { return table_; }
   // The selected row's checkpoint; nullptr when none.
   const CheckpointEntry* selected() const;
-  void select(int row);
+  void select(int row);  // the newest complete checkpoint is selected when the user has chosen none
+  // What "Open folder" opens: the selected checkpoint's folder, else the run's, as an absolute file: URL.
+  QUrl folderUrl() const;
   // Disables Reload / new run while a run is going (export stays: it reads a finished checkpoint).
   void setRunActive(bool active);
   // The export dialog for the selected checkpoint (non-modal, deleted on close); nullptr when none is selected.

@@ -8,9 +8,11 @@
 
 #include <map>
 
+#include "checkpoint/hf_config.h"
 #include "components/builtin.h"
 #include "config/registry.h"
 #include "config/yaml_edit.h"
+#include "models/model_args.h"
 #include "models/model_args.h"
 
 namespace tb::ui {
@@ -241,8 +243,43 @@ RecipeKind ConfigDocument::recipeKind() const {
 
 QString ConfigDocument::modelBaseName() const { return splitComponent(scalar("model._component_")).base; }
 
+namespace {
+
+// The values a recipe's own config starts from: a bundled config's sibling for that recipe
+// (tiny/full_single_device -> tiny/lora_single_device), else torchtune's single-device defaults
+// (full: lr 2e-5; LoRA and QLoRA: lr 3e-4, rank 8, alpha 16).
+struct RecipeDefaults {
+  QString lr, rank, alpha;
+};
+
+RecipeDefaults defaultsFor(RecipeKind kind, const QString& bundledName) {
+  RecipeDefaults d = kind == RecipeKind::Full ? RecipeDefaults{"2e-5", {}, {}} : RecipeDefaults{"3e-4", "8", "16"};
+  const int slash = bundledName.lastIndexOf('/');
+  if (slash < 0) return d;
+  const QString sibling = bundledName.left(slash + 1) +
+                          (kind == RecipeKind::Full ? "full" : kind == RecipeKind::Lora ? "lora" : "qlora") + "_single_device";
+  const std::string path = tb::config::find_config(sibling.toStdString());
+  if (path.empty()) return d;
+  try {
+    const YAML::Node root = YAML::LoadFile(path);
+    auto read = [&](const char* section, const char* key, QString& out) {
+      if (root[section] && root[section][key] && root[section][key].IsScalar())
+        out = QString::fromStdString(root[section][key].Scalar());
+    };
+    read("optimizer", "lr", d.lr);
+    read("model", "lora_rank", d.rank);
+    read("model", "lora_alpha", d.alpha);
+  } catch (const std::exception&) {
+    // A bundled config that does not parse: the general defaults stand.
+  }
+  return d;
+}
+
+}  // namespace
+
 void ConfigDocument::setRecipeKind(RecipeKind kind) {
-  if (kind == recipeKind()) return;
+  const RecipeKind before = recipeKind();
+  if (kind == before) return;
   const ComponentName n = splitComponent(scalar("model._component_"));
   QVector<ConfigEdit> edits;
   QString prefix;
@@ -263,8 +300,14 @@ void ConfigDocument::setRecipeKind(RecipeKind kind) {
     add("lora_attn_modules", "[q_proj, v_proj, output_proj]");
     add("apply_lora_to_mlp", "true");
     add("apply_lora_to_output", "false");
-    add("lora_rank", "8");
-    add("lora_alpha", "16");
+    // From a full fine-tune the adapters' size comes with the recipe (LoRA <-> QLoRA keeps the user's).
+    const RecipeDefaults d = defaultsFor(kind, bundledName_);
+    if (before == RecipeKind::Full) {
+      edits << ConfigEdit::scalar("model.lora_rank", d.rank) << ConfigEdit::scalar("model.lora_alpha", d.alpha);
+    } else {
+      add("lora_rank", "8");
+      add("lora_alpha", "16");
+    }
     add("lora_dropout", "0.0");
     const bool explicitQuant = value("model.quantize_base").IsDefined();
     if (kind == RecipeKind::Qlora && !preset)
@@ -272,7 +315,18 @@ void ConfigDocument::setRecipeKind(RecipeKind kind) {
     else if (explicitQuant)
       edits << ConfigEdit::erase("model.quantize_base");
   }
+  // A full fine-tune and an adapter want learning rates apart by 10-100x.
+  if ((before == RecipeKind::Full) != (kind == RecipeKind::Full) && value("optimizer").IsDefined() && value("optimizer").IsMap())
+    edits << ConfigEdit::scalar("optimizer.lr", defaultsFor(kind, bundledName_).lr);
   apply(edits);
+  // The file's `# recipe:` line (what tunebench-cli runs it with) follows.
+  static const QRegularExpression kRecipeLine(R"((^|\n)#\s*recipe:\s*\S+)");
+  const auto m = kRecipeLine.match(text_);
+  if (m.hasMatch() && m.capturedStart() < 4096) {
+    QString text = text_;
+    text.replace(m.capturedStart(), m.capturedLength(), m.captured(1) + "# recipe: " + recipeNameFor(kind));
+    setText(text, Origin::Form);
+  }
 }
 
 void ConfigDocument::setModelPreset(const QString& presetName) {
@@ -297,6 +351,20 @@ void ConfigDocument::setModelPreset(const QString& presetName) {
       }
   }
   if (kind == RecipeKind::Qlora) edits << ConfigEdit::erase("model.quantize_base");
+  // A preset builds its own architecture with seeded random weights: the old model's checkpoint would not
+  // fit it (a shape mismatch at Start), and the saves take the preset family's layout.
+  if (value("checkpointer").IsDefined() && value("checkpointer").IsMap()) {
+    edits << ConfigEdit::set("checkpointer.checkpoint_dir", YAML::Node(YAML::NodeType::Null))
+          << ConfigEdit::set("checkpointer.checkpoint_files", YAML::Node(YAML::NodeType::Sequence));
+    if (const auto args = tb::models::preset_args(presetName.toStdString())) {
+      const nlohmann::json hf = {{"model_type", tb::models::family_name(args->family)},
+                                 {"vocab_size", args->vocab_size},
+                                 {"tie_word_embeddings", args->tie_word_embeddings}};
+      edits << ConfigEdit::set("checkpointer.model_type", YAML::Node(tb::checkpoint::hf_model_type(hf)));
+    }
+    if (value("checkpointer.adapter_checkpoint").IsDefined()) edits << ConfigEdit::erase("checkpointer.adapter_checkpoint");
+  }
+  if (value("resume_from_checkpoint").IsDefined()) edits << ConfigEdit::scalar("resume_from_checkpoint", "false");
   apply(edits);
 }
 

@@ -39,6 +39,11 @@ ConfigEditorPanel::ConfigEditorPanel(ConfigDocument* document, QWidget* parent)
   auto* copyButton = new QPushButton("Copy CLI command", this);
   copyButton->setToolTip("The tunebench-cli run line for this setup: the base config plus key=value overrides");
   bundled_->setToolTip("The bundled configs");
+  bundled_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  bundled_->setMinimumContentsLength(14);
+  openButton->setToolTip("Open a YAML config (Ctrl+O)");
+  saveButton->setToolTip("Save the config to its file (Ctrl+S)");
+  saveAsButton->setToolTip("Save the config to a new file");
   fillBundled();
 
   auto* bar = new QHBoxLayout;

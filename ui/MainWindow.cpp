@@ -2,6 +2,7 @@
 
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDateTime>
 #include <QDir>
 #include <QDockWidget>
 #include <QFileInfo>
@@ -31,10 +32,12 @@
 #include "LivePlot.h"
 #include "MetricTile.h"
 #include "ModelInfo.h"
+#include "RunHistory.h"
 #include "RunSetupPanel.h"
 #include "RunsPanel.h"
 #include "TrainingController.h"
 #include "YamlEditor.h"
+#include "compile/machine_info.h"
 #include "qcp.h"
 
 namespace tb::ui {
@@ -64,8 +67,15 @@ MainWindow::MainWindow(const StartupOptions& options, QWidget* parent)
   connect(editor_, &ConfigEditorPanel::validated, this, [this](bool ok, int count) {
     if (!controller_->isActive()) start_->setToolTip(ok ? "Start training" : QString("The config has %1 problem(s)").arg(count));
   });
-  checkpoints_->setOutputDir(doc_->scalar("output_dir"));
-  chat_->setOutputDir(doc_->scalar("output_dir"));
+  // The newest run under the setup's output folder (or a run written straight into it) opens the
+  // Checkpoints and Chat tabs.
+  runs_->setRunsRoot(doc_->scalar("output_dir"));
+  const QString newest = runs_->listedRuns().isEmpty() ? doc_->scalar("output_dir") : runs_->listedRuns().first();
+  checkpoints_->setOutputDir(newest);
+  chat_->setOutputDir(newest);
+  connect(doc_, &ConfigDocument::changed, this, [this] {
+    if (!controller_->isActive()) runs_->setRunsRoot(doc_->scalar("output_dir"));
+  });
   onState(RunState::Idle, {});
   updateTitle();
   if (!startupMessage_.isEmpty()) statusBar()->showMessage(startupMessage_);
@@ -154,13 +164,21 @@ void MainWindow::buildUi() {
   etaTile_->setDetail("from steady steps");
   memTile_ = new MetricTile("memory floor", this);
   memTile_->setDetail("weights + gradients + optimizer");
+  compileTile_ = new MetricTile("compile vs eager", this);
+  compileTile_->setToolTip("This setup's compiled run against its eager run (median steady tokens/s), and what "
+                           "the compile warm-up cost; shown once the setup has one of each");
+  compileTile_->setVisible(false);
+  lossTile_->setToolTip("The last step's training loss");
+  tokensTile_->setToolTip("Tokens trained per second in the last step");
+  stepTile_->setToolTip("Optimizer steps done, of the run's total");
+  etaTile_->setToolTip("Time left, from the median of the steady (post-warm-up) steps");
   banner_ = new QLabel(this);
   banner_->setWordWrap(true);
   banner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
   auto* live = new QWidget(this);
   auto* tiles = new QHBoxLayout;
-  for (MetricTile* t : {lossTile_, tokensTile_, stepTile_, etaTile_, memTile_}) tiles->addWidget(t);
+  for (MetricTile* t : {lossTile_, tokensTile_, stepTile_, etaTile_, memTile_, compileTile_}) tiles->addWidget(t);
   auto* liveLayout = new QVBoxLayout(live);
   liveLayout->addLayout(tiles);
   liveLayout->addWidget(banner_);
@@ -177,7 +195,7 @@ void MainWindow::buildUi() {
   auto* scroll = new QScrollArea(this);
   scroll->setWidget(setup_);
   scroll->setWidgetResizable(true);
-  scroll->setMinimumWidth(380);
+  scroll->setMinimumWidth(320);
   auto* dock = new QDockWidget("Run setup", this);
   dock->setObjectName("RunSetupDock");
   dock->setWidget(scroll);
@@ -186,12 +204,16 @@ void MainWindow::buildUi() {
 
   progress_ = new QProgressBar(this);
   progress_->setMinimumWidth(220);
-  progress_->setFormat("%v / %m steps");
+  progress_->setFormat("no run yet");
   progress_->setRange(0, 1);
   progress_->setValue(0);
   etaLabel_ = new QLabel("ETA –", this);
   etaLabel_->setMinimumWidth(110);
   stateLabel_ = new QLabel(this);
+  hardwareLabel_ = new QLabel(hardwareText(), this);
+  hardwareLabel_->setToolTip("Cores, the threads training uses, the instruction sets the kernels picked, and memory "
+                             "(Help > About has the versions)");
+  statusBar()->addPermanentWidget(hardwareLabel_);
   statusBar()->addPermanentWidget(stateLabel_);
   resize(1360, 860);
 }
@@ -199,9 +221,13 @@ void MainWindow::buildUi() {
 void MainWindow::buildActions() {
   start_ = new QAction(style()->standardIcon(QStyle::SP_MediaPlay), "Start", this);
   start_->setShortcut(QKeySequence("Ctrl+R"));
+  start_->setToolTip("Start training (Ctrl+R)");
   pause_ = new QAction(style()->standardIcon(QStyle::SP_MediaPause), "Pause", this);
+  pause_->setShortcut(QKeySequence("Ctrl+P"));
+  pause_->setToolTip("Pause after the current step, or resume (Ctrl+P)");
   stop_ = new QAction(style()->standardIcon(QStyle::SP_MediaStop), "Stop", this);
-  stop_->setToolTip("Finish the current step, save a checkpoint, end the run (status: stopped)");
+  stop_->setShortcut(QKeySequence("Ctrl+."));
+  stop_->setToolTip("Finish the current step, save a checkpoint, end the run (status: stopped) (Ctrl+.)");
   stopNoSave_ = new QAction("Stop without saving", this);
   connect(start_, &QAction::triggered, this, [this] {
     QString error;
@@ -250,6 +276,31 @@ void MainWindow::buildActions() {
   run->addAction(pause_);
   run->addAction(stop_);
   run->addAction(stopNoSave_);
+  auto* help = menuBar()->addMenu("&Help");
+  help->addAction("About Tunebench", this, [this] { QMessageBox::about(this, "About Tunebench", aboutText()); });
+}
+
+QString MainWindow::hardwareText() const {
+  const auto m = tb::compile::machine_info();
+  QString text = QString("%1 cores · %2 threads · ATen %3").arg(m.cores).arg(m.torch_threads).arg(QString::fromStdString(m.aten_isa));
+  if (!m.onednn_isa.empty()) text += " · oneDNN " + QString::fromStdString(m.onednn_isa);
+  if (m.memory_total > 0)
+    text += QString(" · %1 memory, %2 free").arg(formatBytes(double(m.memory_total)), formatBytes(double(m.memory_available)));
+  return text;
+}
+
+QString MainWindow::aboutText() const {
+  const auto m = tb::compile::machine_info();
+  return QString("<p><b>Tunebench %1</b>: fine-tune LLMs on this machine.</p>"
+                 "<p>LibTorch %2<br>Qt %3<br>oneDNN %4</p>"
+                 "<p>Kernels: ATen %5%6<br>%7 cores, %8 threads</p>")
+      .arg(QCoreApplication::applicationVersion().isEmpty() ? QString(TUNEBENCH_VERSION) : QCoreApplication::applicationVersion(),
+           QString::fromStdString(m.torch_version), QString(qVersion()),
+           m.onednn_version.empty() ? QString("(not in this build)") : QString::fromStdString(m.onednn_version),
+           QString::fromStdString(m.aten_isa),
+           m.onednn_isa.empty() ? QString() : ", oneDNN " + QString::fromStdString(m.onednn_isa))
+      .arg(m.cores)
+      .arg(m.torch_threads);
 }
 
 void MainWindow::restoreSettings() {
@@ -268,6 +319,34 @@ void MainWindow::saveSettings() {
 }
 
 QString MainWindow::etaText() const { return etaTile_->value(); }
+QString MainWindow::compileTileText() const { return compileTile_->isHidden() ? QString() : compileTile_->value(); }
+
+// Once this setup has a compiled run and an eager one (the live run and its newest twin among the runs
+// listed), the tile says how much faster the compiled step is and what its warm-up cost.
+void MainWindow::updateCompileTile() {
+  if (runSetup_.isEmpty() || steadyTokensPerSecond_.empty()) return;
+  std::vector<double> v = steadyTokensPerSecond_;
+  std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
+  const double live = v[v.size() / 2];
+  const QString self = QDir(controller_->outputDir()).absolutePath();
+  for (const RunLog& twin : runs_->listedLogs()) {
+    if (twin.setup != runSetup_ || twin.compiled == runCompiled_ || twin.folder() == self) continue;
+    const double other = twin.medianSteadyTokensPerSecond();
+    if (other <= 0) continue;
+    const double ratio = runCompiled_ ? live / other : other / live;
+    const int steps = runCompiled_ ? warmupSteps_ : twin.warmupSteps();
+    const double seconds = runCompiled_ ? compileSeconds_ : twin.compileSeconds;
+    compileTile_->setValue(QString("%1x eager").arg(ratio, 0, 'f', 2));
+    compileTile_->setDetail(QString("warm-up %1 (%2 step%3)")
+                                .arg(seconds >= 0 ? QString::number(seconds, 'f', 1) + " s" : QString("–"))
+                                .arg(steps)
+                                .arg(steps == 1 ? "" : "s"));
+    compileTile_->setToolTip(QString("Median steady tokens/s of this %1 run against %2 (%3)")
+                                 .arg(runCompiled_ ? "compiled" : "eager", twin.folder(), twin.compiled ? "compiled" : "eager"));
+    compileTile_->setVisible(true);
+    return;
+  }
+}
 QString MainWindow::memoryFloorText() const { return memTile_->value(); }
 QString MainWindow::bannerText() const { return banner_->text(); }
 
@@ -285,7 +364,66 @@ void MainWindow::updateTitle() {
   setWindowTitle(QString("Tunebench — %1%2").arg(doc_->displayName(), doc_->isModified() ? " *" : ""));
 }
 
-bool MainWindow::startRun(QString* error) { return startWith({}, 0, error); }
+namespace {
+
+// A path as a YAML single-quoted scalar, for an override (": " or " #" in a folder name stays part of it).
+std::string yamlQuoted(const QString& path) { return "'" + QString(path).replace("'", "''").toStdString() + "'"; }
+
+bool holdsARun(const QString& folder) {
+  return QFileInfo(metricsFileOf(folder)).isFile() || !scanCheckpoints(folder).isEmpty();
+}
+
+}  // namespace
+
+QString MainWindow::nextRunFolder() const {
+  QString parent = doc_->scalar("output_dir");
+  while (parent.size() > 1 && parent.endsWith('/')) parent.chop(1);
+  const QString name = setup_->runNameEdit()->text().trimmed();
+  if (!name.isEmpty()) return parent + "/" + name;
+  const QString base = QString("%1-%2-%3")
+                           .arg(doc_->recipeKind() == RecipeKind::Full ? "full" : doc_->recipeKind() == RecipeKind::Lora ? "lora" : "qlora",
+                                doc_->boolean("compile", false) ? "compile" : "eager",
+                                QDateTime::currentDateTime().toString("yyyyMMdd-HHmmss"));
+  QString folder = parent + "/" + base;
+  for (int n = 2; QFileInfo::exists(folder); ++n) folder = parent + "/" + base + "-" + QString::number(n);
+  return folder;
+}
+
+// Every Start writes into a folder of its own, so runs never hide each other; a named folder that holds
+// a run already is the user's call.
+// A run the estimate says will not fit in the memory available is the user's call (the estimate is rough:
+// it can be wrong both ways).
+bool MainWindow::memoryAllowsStart(QString* error) {
+  const auto estimate = estimateOf(*doc_);
+  const auto machine = tb::compile::machine_info();
+  if (!estimate || machine.memory_available == 0 || estimate->totalBytes() <= double(machine.memory_available)) return true;
+  const QString why = QString("This setup is estimated to need %1, and %2 of memory is available now: the run may "
+                              "swap or be killed. Start it anyway?")
+                          .arg(formatBytes(estimate->totalBytes()), formatBytes(double(machine.memory_available)));
+  const bool go = confirmMemory_ ? confirmMemory_(why)
+                                 : QMessageBox::question(this, "Not enough memory?", why) == QMessageBox::Yes;
+  if (!go && error) *error = why;
+  return go;
+}
+
+bool MainWindow::startRun(QString* error) {
+  if (!memoryAllowsStart(error)) return false;
+  const QString folder = nextRunFolder();
+  if (holdsARun(folder)) {
+    const bool reuse = confirmReuse_ ? confirmReuse_(folder)
+                                     : QMessageBox::question(this, "The run folder is in use",
+                                                             folder + " holds a run already. Write this run into it "
+                                                             "too (its log continues, its checkpoints stay)?") ==
+                                           QMessageBox::Yes;
+    if (!reuse) {
+      if (error) *error = folder + " holds a run already: give the run another name";
+      return false;
+    }
+  }
+  if (!startWith({"output_dir=" + yamlQuoted(folder)}, 0, error)) return false;
+  setup_->runNameEdit()->clear();
+  return true;
+}
 
 bool MainWindow::startWith(const std::vector<std::string>& overrides, qint64 resumeStep, QString* error) {
   runWarnings_.clear();
@@ -315,9 +453,17 @@ bool MainWindow::startWith(const std::vector<std::string>& overrides, qint64 res
     live_->append(liveRun_, before);
   }
   eta_ = tb::training::EtaEstimator();
+  progress_->setFormat("%v / %m steps");
   progress_->setRange(0, 1);
   progress_->setValue(0);
+  etaLabel_->setText("ETA –");
   for (MetricTile* t : {lossTile_, tokensTile_, stepTile_, etaTile_, memTile_}) t->setValue("–");
+  runSetup_.clear();
+  runCompiled_ = compiled;
+  steadyTokensPerSecond_.clear();
+  warmupSteps_ = 0;
+  compileSeconds_ = -1;
+  compileTile_->setVisible(false);
   memTile_->setToolTip({});
   autoStopRequested_ = false;
   QString why;
@@ -330,6 +476,7 @@ bool MainWindow::startWith(const std::vector<std::string>& overrides, qint64 res
                                   : QString("Training into %1").arg(outputDir));
   checkpoints_->setOutputDir(outputDir);
   chat_->setOutputDir(outputDir);
+  runs_->setRunsRoot(QFileInfo(outputDir).absolutePath());
   runs_->addRecentRun(outputDir);
   tabs_->setCurrentIndex(0);
   return true;
@@ -340,7 +487,9 @@ bool MainWindow::reloadCheckpoint(const CheckpointEntry& checkpoint, QString* er
     if (error) *error = checkpoint.path + " is incomplete (no manifest)";
     return false;
   }
-  return startWith({"resume_from_checkpoint=true", "checkpointer.checkpoint_dir=" + checkpoint.path.toStdString()},
+  // The run continues in its own folder, whatever the setup's output folder says now.
+  return startWith({"resume_from_checkpoint=true", "checkpointer.checkpoint_dir=" + yamlQuoted(checkpoint.path),
+                    "output_dir=" + yamlQuoted(QFileInfo(checkpoint.path).absolutePath())},
                    std::max<qint64>(1, checkpoint.step), error);
 }
 
@@ -354,16 +503,19 @@ bool MainWindow::startFromWeights(const CheckpointEntry& checkpoint, QString* er
     if (error) *error = checkpoint.path + " holds no model*.safetensors";
     return false;
   }
-  YAML::Node list(YAML::NodeType::Sequence);
-  for (const QString& f : files) list.push_back(f.toStdString());
-  QString output = doc_->scalar("output_dir");
-  while (output.endsWith('/')) output.chop(1);
-  QVector<ConfigEdit> edits = {ConfigEdit::set("checkpointer.checkpoint_dir", YAML::Node(checkpoint.path.toStdString())),
-                               ConfigEdit::set("checkpointer.checkpoint_files", list),
-                               ConfigEdit::set("output_dir", YAML::Node((output + "_from_" + checkpoint.name).toStdString()))};
-  if (doc_->value("resume_from_checkpoint").IsDefined()) edits << ConfigEdit::scalar("resume_from_checkpoint", "false");
-  doc_->apply(edits);
-  return startRun(error);
+  // The weights are this run's only: the setup (and what the window remembers of it) keeps its own.
+  QStringList quoted;
+  for (const QString& f : files) quoted << QString::fromStdString(yamlQuoted(f));
+  QString folder = nextRunFolder();
+  if (setup_->runNameEdit()->text().trimmed().isEmpty()) folder += "-from-" + checkpoint.name;
+  std::vector<std::string> overrides = {"checkpointer.checkpoint_dir=" + yamlQuoted(checkpoint.path),
+                                        "checkpointer.checkpoint_files=[" + quoted.join(", ").toStdString() + "]",
+                                        "output_dir=" + yamlQuoted(folder)};
+  if (doc_->value("resume_from_checkpoint").IsDefined()) overrides.push_back("resume_from_checkpoint=false");
+  if (!startWith(overrides, 0, error)) return false;
+  setup_->runNameEdit()->clear();
+  setBanner(QString("Training into %1 from the weights of %2").arg(folder, checkpoint.path));
+  return true;
 }
 
 void MainWindow::onStep(const tb::training::StepMetrics& m) {
@@ -381,6 +533,11 @@ void MainWindow::onStep(const tb::training::StepMetrics& m) {
   }
   live_->append(liveRun_, PlotSample{double(m.step), m.loss, m.tokens_per_second, m.step_time_s, m.peak_memory_gib,
                                      m.phase == tb::training::Phase::Warmup});
+  if (m.phase == tb::training::Phase::Warmup)
+    ++warmupSteps_;
+  else if (!m.resumed_before)
+    steadyTokensPerSecond_.push_back(m.tokens_per_second);
+  updateCompileTile();
   if (options_.quitAfterSteps > 0 && m.step >= options_.quitAfterSteps && !autoStopRequested_) {
     autoStopRequested_ = true;
     controller_->stop(true);
@@ -388,7 +545,11 @@ void MainWindow::onStep(const tb::training::StepMetrics& m) {
 }
 
 void MainWindow::onEvent(const RunEvent& e) {
-  if (e.kind == "compile" && e.seconds >= 0) {
+  if (e.kind == "start") {
+    runSetup_ = e.setup;
+    runCompiled_ = e.compile;
+  } else if (e.kind == "compile" && e.seconds >= 0) {
+    compileSeconds_ = e.seconds;
     live_->setWarmupSeconds(liveRun_, e.seconds);
     statusBar()->showMessage(QString("Compile warm-up took %1 s%2")
                                  .arg(e.seconds, 0, 'f', 2)
@@ -429,8 +590,11 @@ void MainWindow::onState(RunState state, const QString& message) {
 }
 
 void MainWindow::onFinished(const RunOutcome& outcome) {
+  etaLabel_->setText("ETA –");
+  etaTile_->setValue("–");
   checkpoints_->refresh();
   chat_->setOutputDir(controller_->outputDir());
+  runs_->refreshList();
   if (outcome.status != tb::training::RunStatus::Failed) {
     setBanner(QString("%1 after %2 steps, loss %3%4")
                          .arg(outcome.status == tb::training::RunStatus::Completed ? "Completed" : "Stopped")

@@ -60,6 +60,12 @@ class MainWindow : public QMainWindow {
 
   // Asked before closing during a run; true = stop (saving) and close. Default: a message box.
   void setCloseConfirmation(std::function<bool()> confirm) { confirmClose_ = std::move(confirm); }
+  // Asked before a run writes into a folder that already holds one; true = reuse it. Default: a message box.
+  void setReuseConfirmation(std::function<bool(const QString& folder)> confirm) { confirmReuse_ = std::move(confirm); }
+  // Asked before a run whose memory estimate exceeds the memory available; true = start anyway.
+  void setMemoryConfirmation(std::function<bool(const QString& why)> confirm) { confirmMemory_ = std::move(confirm); }
+  // The folder the next Start writes to: output_dir/<run name>, or output_dir/<recipe>-<eager|compile>-<time>.
+  QString nextRunFolder() const;
   QString startupMessage() const { return startupMessage_; }
 
   ConfigDocument* document() const { return doc_; }
@@ -75,6 +81,10 @@ class MainWindow : public QMainWindow {
   // The run's memory budget as the recipe logged it: weights + gradients + optimizer states ("–" before).
   QString memoryFloorText() const;
   QString bannerText() const;
+  // "compile: 1.52x eager" once this setup has a compiled and an eager run (this one and a twin); empty before.
+  QString compileTileText() const;
+  QString hardwareText() const;  // the status bar's machine line
+  QString aboutText() const;     // Help > About
   QAction* startAction() const { return start_; }
   QAction* pauseAction() const { return pause_; }
   QAction* stopAction() const { return stop_; }
@@ -95,6 +105,8 @@ class MainWindow : public QMainWindow {
   void onState(RunState state, const QString& message);
   void onFinished(const RunOutcome& outcome);
   void updateTitle();
+  void updateCompileTile();
+  bool memoryAllowsStart(QString* error);
   void setBanner(const QString& html);
   void takeScreenshotsAndQuit(int exitCode);
 
@@ -112,6 +124,7 @@ class MainWindow : public QMainWindow {
   MetricTile* stepTile_;
   MetricTile* etaTile_;
   MetricTile* memTile_;
+  MetricTile* compileTile_;
   QLabel* banner_;
   QString bannerMain_;
   QStringList runWarnings_;
@@ -123,11 +136,20 @@ class MainWindow : public QMainWindow {
   QProgressBar* progress_;
   QLabel* etaLabel_;
   QLabel* stateLabel_;
+  QLabel* hardwareLabel_;
+  // The live run, for the compile tile: its setup key, mode, steady tokens/s, warm-up.
+  QString runSetup_;
+  bool runCompiled_ = false;
+  std::vector<double> steadyTokensPerSecond_;
+  int warmupSteps_ = 0;
+  double compileSeconds_ = -1;
   tb::training::EtaEstimator eta_;
   int liveRun_ = -1;
   bool closeAfterStop_ = false;
   bool autoStopRequested_ = false;
   std::function<bool()> confirmClose_;
+  std::function<bool(const QString&)> confirmReuse_;
+  std::function<bool(const QString&)> confirmMemory_;
   QString startupMessage_;
 };
 

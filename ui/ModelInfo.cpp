@@ -1,5 +1,12 @@
 #include "ModelInfo.h"
 
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
+
 #include "checkpoint/hf_config.h"
 
 namespace tb::ui {
@@ -163,6 +170,73 @@ QString describeArchitecture(const tb::models::ModelArgs& a) {
   if (a.rope_scaling && a.rope_scaling->type == tb::models::RopeType::longrope)
     parts << QString("longrope (short factors: %1 tokens at most)").arg(a.max_seq_len);
   return parts.join(" · ");
+}
+
+std::optional<MemoryEstimate> estimateOf(const ConfigDocument& doc, QString* error) {
+  const auto args = modelArgsOf(doc, error);
+  if (!args) return std::nullopt;
+  bool ok = false;
+  int64_t batch = doc.scalar("batch_size").toLongLong(&ok);
+  if (!ok) batch = 1;
+  return estimateMemory(*args, doc.recipeKind(), doc.scalar("dtype", "fp32"), loraTargetsOf(doc), batch,
+                        seqLenOf(doc, *args), optimizerStatesOf(doc));
+}
+
+QString checkSafetensorsFile(const QString& path) {
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly)) return path + ": " + file.errorString();
+  const qint64 size = file.size();
+  QByteArray lengthBytes = file.read(8);
+  if (lengthBytes.size() < 8) return path + ": truncated: shorter than a safetensors header";
+  quint64 headerLength = 0;
+  for (int i = 7; i >= 0; --i) headerLength = (headerLength << 8) | quint8(lengthBytes[i]);  // little-endian
+  if (headerLength > quint64(size - 8)) return path + ": truncated: the header is cut off";
+  QJsonParseError parseError;
+  const QJsonDocument header = QJsonDocument::fromJson(file.read(qint64(headerLength)), &parseError);
+  if (!header.isObject()) return path + ": not a safetensors file (its header is not JSON: " + parseError.errorString() + ")";
+  quint64 end = 0;
+  const QJsonObject tensors = header.object();
+  for (auto it = tensors.begin(); it != tensors.end(); ++it) {
+    if (it.key() == "__metadata__") continue;
+    const auto offsets = it.value().toObject().value("data_offsets").toArray();
+    if (offsets.size() == 2) end = std::max(end, quint64(offsets.at(1).toDouble()));
+  }
+  const quint64 held = quint64(size) - 8 - headerLength;
+  if (end > held)
+    return QString("%1: truncated: the header announces %2 of tensor data, the file holds %3")
+        .arg(path, formatBytes(double(end)), formatBytes(double(held)));
+  return {};
+}
+
+QString weightsAndTokenizerText(const ConfigDocument& doc, QString* problem) {
+  QString text;
+  const YAML::Node dirNode = doc.value("checkpointer.checkpoint_dir");
+  const QString dir = dirNode.IsDefined() && dirNode.IsScalar() && dirNode.Scalar() != "null" && dirNode.Scalar() != "~"
+                          ? QString::fromStdString(dirNode.Scalar())
+                          : QString();
+  if (dir.isEmpty()) {
+    text = "Weights: seeded random (checkpointer.checkpoint_dir is null)";
+  } else {
+    QStringList files;
+    const YAML::Node listed = doc.value("checkpointer.checkpoint_files");
+    if (listed.IsDefined() && listed.IsSequence())
+      for (const auto& f : listed)
+        if (f.IsScalar()) files << QString::fromStdString(f.Scalar());
+    if (files.isEmpty()) {
+      files = QDir(dir).entryList({"model*.safetensors"}, QDir::Files, QDir::Name);
+    }
+    double bytes = 0;
+    for (const QString& f : files) {
+      const QString path = QDir(dir).filePath(f);
+      bytes += double(QFileInfo(path).size());
+      if (problem && problem->isEmpty() && path.endsWith(".safetensors")) *problem = checkSafetensorsFile(path);
+      if (problem && problem->isEmpty() && !QFileInfo(path).isFile()) *problem = path + ": no such file";
+    }
+    text = QString("Weights: %1 (%2 file%3, %4)").arg(dir).arg(files.size()).arg(files.size() == 1 ? "" : "s").arg(formatBytes(bytes));
+  }
+  const QString component = doc.scalar("tokenizer._component_");
+  text += "\nTokenizer: " + component.mid(component.lastIndexOf('.') + 1) + " " + doc.scalar("tokenizer.path");
+  return text;
 }
 
 QString formatBytes(double bytes) {

@@ -71,6 +71,20 @@ int64_t seqLenOf(const ConfigDocument& doc, const tb::models::ModelArgs& args);
 // ("Gemma 3 · dim 1152 · 26 layers · ... · sliding window 512 on 22 of 26 layers · q/k norms").
 QString describeArchitecture(const tb::models::ModelArgs& args);
 
+// The estimate for the document's setup (its model, recipe, dtype, LoRA targets, batch, sequence length,
+// optimizer); nullopt with the reason when its model cannot be read.
+std::optional<MemoryEstimate> estimateOf(const ConfigDocument& doc, QString* error = nullptr);
+
+// A safetensors file as far as its header tells without reading the tensors: empty when the 8-byte
+// length, the JSON header and the data it announces are all there; else why not ("truncated: the header
+// announces 1.2 GiB of data, the file holds 0.8 GiB").
+QString checkSafetensorsFile(const QString& path);
+
+// What the setup will load, in the Model box: the weights (a folder's files with their size, checked as
+// above, or "seeded random weights" when checkpointer.checkpoint_dir is null) and the tokenizer. `problem`
+// gets the first file that will not load, if any.
+QString weightsAndTokenizerText(const ConfigDocument& doc, QString* problem = nullptr);
+
 QString formatBytes(double bytes);       // "1.23 GiB", "456 MiB", "789 KiB"
 QString formatCount(int64_t count);      // "6.74 B", "15.2 M", "12.3 K", "512"
 

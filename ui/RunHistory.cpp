@@ -41,6 +41,18 @@ double RunLog::medianSteadyStepSeconds() const {
   return median(v);
 }
 
+double RunLog::peakMemoryGib() const {
+  double peak = 0;
+  for (const auto& s : steps) peak = std::max(peak, s.peak_memory_gib);
+  return peak;
+}
+
+QString RunLog::folder() const {
+  QDir dir = QFileInfo(path).dir();
+  if (dir.dirName() == "logs") dir.cdUp();
+  return dir.absolutePath();
+}
+
 QString metricsFileOf(const QString& path) {
   const QFileInfo info(path);
   if (info.isFile()) return info.absoluteFilePath();
@@ -85,7 +97,18 @@ RunLog readRunLog(const QString& path) {
         log.endMessage.clear();
       }
       if (!event.empty()) {
-        if (event == "compile") log.compileSeconds = j.value("seconds", -1.0);
+        if (event == "compile") {
+          log.compileSeconds = j.value("seconds", -1.0);
+          log.compiled = true;
+        }
+        if (event == "start") {
+          log.recipe = QString::fromStdString(j.value("recipe", ""));
+          log.compiled = j.value("compile", false);
+          log.dtype = QString::fromStdString(j.value("dtype", ""));
+          log.setup = QString::fromStdString(j.value("setup", ""));
+          if (!j.value("resume", false) || !log.started.isValid())
+            log.started = QDateTime::fromString(QString::fromStdString(j.value("time", "")), Qt::ISODate);
+        }
         if (event == "checkpoint")
           checkpoints.emplace_back(j.value("step", lastStep), QString::fromStdString(j.value("path", "")));
         if (event == "end") {

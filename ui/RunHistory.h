@@ -18,6 +18,11 @@ struct RunLog {
   QString path;                                  // the metrics.jsonl read
   std::vector<tb::training::StepMetrics> steps;  // by step, of the latest run (with what a resume kept)
   double compileSeconds = -1;                    // from the last `compile` event, -1 when none
+  QString recipe;                                // from the `start` event (empty in logs from before it existed)
+  bool compiled = false;                         // the start event's compile (else: a compile event was seen)
+  QString dtype;
+  QString setup;                                 // the start event's setup key: runs of one setup share it
+  QDateTime started;                             // when the run (not a resume of it) started; invalid if unknown
   QString endStatus;                             // completed, stopped, failed; empty while running
   QString endMessage;
   QStringList checkpoints;                       // paths from `checkpoint` events of those steps
@@ -26,6 +31,9 @@ struct RunLog {
   // The median tokens/s over steady steps (0 when there is none).
   double medianSteadyTokensPerSecond() const;
   double medianSteadyStepSeconds() const;
+  double peakMemoryGib() const;  // the largest peak over its steps (0 when none was measured)
+  // The run's folder (the parent of logs/).
+  QString folder() const;
 };
 
 // `path` is a run's output folder, its logs/ folder, or the metrics.jsonl file itself.

@@ -1,6 +1,8 @@
 #include "RunSetupPanel.h"
 
+#include <QAbstractScrollArea>
 #include <QApplication>
+#include <QScrollBar>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
@@ -46,6 +48,23 @@ const char* const kCompileTooltip =
 
 constexpr const char* kChooseFile = "Choose file…";
 
+// A wheel turned over the form scrolls the form: a combo or spin box changes only once it was clicked
+// (it has focus), so a value never changes because the pointer passed over it.
+class WheelGuard : public QObject {
+ public:
+  using QObject::QObject;
+  bool eventFilter(QObject* watched, QEvent* event) override {
+    auto* widget = qobject_cast<QWidget*>(watched);
+    if (event->type() != QEvent::Wheel || !widget || widget->hasFocus()) return false;
+    for (QWidget* p = widget->parentWidget(); p; p = p->parentWidget())
+      if (auto* area = qobject_cast<QAbstractScrollArea*>(p)) {
+        QCoreApplication::sendEvent(area->verticalScrollBar(), event);
+        break;
+      }
+    return true;
+  }
+};
+
 QString datasetFileOf(const ConfigDocument& doc) {
   const YAML::Node files = doc.value("dataset.data_files");
   if (files.IsDefined() && files.IsScalar()) return QString::fromStdString(files.Scalar());
@@ -83,6 +102,10 @@ void RunSetupPanel::buildUi() {
   openModel_->setToolTip("A Hugging Face checkpoint folder: config.json and model*.safetensors");
   modelInfo_ = new QLabel(this);
   modelInfo_->setWordWrap(true);
+  weights_ = new QLabel(this);
+  weights_->setWordWrap(true);
+  weights_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  weights_->setToolTip("What Start will load: checkpointer.checkpoint_dir's files and the tokenizer");
   memory_ = new QLabel(this);
   memory_->setWordWrap(true);
   memory_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -96,38 +119,57 @@ void RunSetupPanel::buildUi() {
   compile_->setToolTip(kCompileTooltip);
   dtype_ = new QComboBox(this);
   dtype_->addItems({"fp32", "bf16"});
+  dtype_->setToolTip("dtype: the weights' and activations' type. bf16 halves memory; fp32 is exact");
+  model_->setToolTip("A built-in architecture (random weights), or the Hugging Face folder the setup reads");
 
   dataset_ = new QComboBox(this);
+  dataset_->setToolTip("The training data: the config's dataset, a bundled file, or a JSON / JSONL / CSV / text file "
+                       "of your own (the first row decides the format)");
   preview_ = new QTextBrowser(this);
   preview_->setMinimumHeight(140);
   preview_->setOpenLinks(false);
+  preview_->setToolTip("The first samples as the model will see them: trained tokens highlighted");
 
   epochs_ = new QSpinBox(this);
   epochs_->setRange(1, 100000);
+  epochs_->setToolTip("epochs: passes over the dataset");
   maxSteps_ = new QSpinBox(this);
   maxSteps_->setRange(0, 100000000);
   maxSteps_->setSpecialValueText("all");
   maxSteps_->setToolTip("max_steps_per_epoch: optimizer steps per epoch (all = the whole dataset)");
   batchSize_ = new QSpinBox(this);
   batchSize_->setRange(1, 65536);
+  batchSize_->setToolTip("batch_size: samples per forward pass (memory grows with it)");
   gradAccum_ = new QSpinBox(this);
   gradAccum_->setRange(1, 65536);
+  gradAccum_->setToolTip("gradient_accumulation_steps: forward passes per optimizer step (a larger batch "
+                         "without its memory)");
   lr_ = new QLineEdit(this);
+  lr_->setToolTip("optimizer.lr: the learning rate (LoRA usually takes a larger one than a full fine-tune)");
   auto* lrValidator = new QDoubleValidator(0, 1e3, 12, lr_);
   lrValidator->setNotation(QDoubleValidator::ScientificNotation);
   lrValidator->setLocale(QLocale::c());
   lr_->setValidator(lrValidator);
   loraRank_ = new QSpinBox(this);
   loraRank_->setRange(1, 4096);
+  loraRank_->setToolTip("model.lora_rank: the adapters' rank (more: more capacity and memory)");
   loraAlpha_ = new QDoubleSpinBox(this);
   loraAlpha_->setRange(0.001, 100000);
   loraAlpha_->setDecimals(3);
+  loraAlpha_->setToolTip("model.lora_alpha: the adapters' scale is alpha / rank");
   threads_ = new QSpinBox(this);
   threads_->setRange(0, 1024);
   threads_->setSpecialValueText("all cores");
+  threads_->setToolTip("num_threads: CPU threads for training (all cores: one per core)");
   outputDir_ = new QLineEdit(this);
+  outputDir_->setToolTip("output_dir: the folder the runs go to; each Start writes into a folder of its own in it");
+  runName_ = new QLineEdit(this);
+  runName_->setPlaceholderText("automatic: recipe-eager|compile-time");
+  runName_->setToolTip("The next run's folder inside the output folder. Empty: <recipe>-<eager|compile>-<date-time>, "
+                       "so runs never mix. A folder that already holds a run is asked about before it is reused.");
   auto* browseOutput = new QPushButton("…", this);
   browseOutput->setMaximumWidth(32);
+  browseOutput->setToolTip("Choose the output folder");
   connect(browseOutput, &QPushButton::clicked, this, [this] {
     const QString dir = QFileDialog::getExistingDirectory(this, "Output folder", outputDir_->text());
     if (!dir.isEmpty()) {
@@ -143,6 +185,7 @@ void RunSetupPanel::buildUi() {
   modelRow->addWidget(openModel_);
   modelLayout->addLayout(modelRow);
   modelLayout->addWidget(modelInfo_);
+  modelLayout->addWidget(weights_);
   modelLayout->addWidget(memory_);
 
   auto* recipeBox = new QGroupBox("Recipe", this);
@@ -170,6 +213,14 @@ void RunSetupPanel::buildUi() {
   outRow->addWidget(outputDir_, 1);
   outRow->addWidget(browseOutput);
   hyper->addRow("Output folder", outRow);
+  hyper->addRow("Run name", runName_);
+
+  auto* guard = new WheelGuard(this);
+  for (QWidget* w : findChildren<QWidget*>())
+    if (qobject_cast<QComboBox*>(w) || qobject_cast<QAbstractSpinBox*>(w)) {
+      w->setFocusPolicy(Qt::StrongFocus);
+      w->installEventFilter(guard);
+    }
 
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(modelBox);
@@ -311,6 +362,13 @@ bool RunSetupPanel::openModelFolder(const QString& folder, QString* error) {
     if (error) *error = folder + ": no model*.safetensors files in this folder";
     return false;
   }
+  for (const QString& f : files) {
+    const QString problem = checkSafetensorsFile(dir.filePath(f));
+    if (!problem.isEmpty()) {
+      if (error) *error = problem;
+      return false;
+    }
+  }
   YAML::Node list(YAML::NodeType::Sequence);
   for (const QString& f : files) list.push_back(f.toStdString());
 
@@ -402,6 +460,11 @@ QString RunSetupPanel::memoryText() const { return memory_->text(); }
 QString RunSetupPanel::modelInfoText() const { return modelInfo_->text(); }
 
 void RunSetupPanel::updateModelInfo() {
+  QString problem;
+  const QString weights = weightsAndTokenizerText(*doc_, &problem);
+  weights_->setText(problem.isEmpty() ? weights.toHtmlEscaped().replace('\n', "<br>")
+                                      : weights.toHtmlEscaped().replace('\n', "<br>") +
+                                            "<br><span style='color:#c62828'>" + problem.toHtmlEscaped() + "</span>");
   QString error;
   const auto args = modelArgsOf(*doc_, &error);
   if (!args) {
@@ -410,13 +473,10 @@ void RunSetupPanel::updateModelInfo() {
     return;
   }
   modelInfo_->setText(describeArchitecture(*args));
-  bool ok = false;
-  int64_t batch = doc_->scalar("batch_size").toLongLong(&ok);
-  if (!ok) batch = 1;
-  const MemoryEstimate e = estimateMemory(*args, doc_->recipeKind(), doc_->scalar("dtype", "fp32"),
-                                          loraTargetsOf(*doc_), batch, seqLenOf(*doc_, *args), optimizerStatesOf(*doc_));
-  memory_->setText(e.describe());
+  if (const auto e = estimateOf(*doc_)) memory_->setText(e->describe());
 }
+
+QString RunSetupPanel::weightsText() const { return weights_->text(); }
 
 void RunSetupPanel::schedulePreview() {
   const QString key = QString::fromStdString(tb::config::yaml_flow(doc_->value("dataset")) +

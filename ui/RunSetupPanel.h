@@ -35,6 +35,7 @@ class RunSetupPanel : public QWidget {
 
   QString memoryText() const;
   QString modelInfoText() const;
+  QString weightsText() const;  // the weights and tokenizer Start will load, and the first that will not
 
   // Widgets, for tests and the window's shortcuts.
   QComboBox* recipeCombo() const { return recipe_; }
@@ -42,11 +43,15 @@ class RunSetupPanel : public QWidget {
   QComboBox* modelCombo() const { return model_; }
   QComboBox* dtypeCombo() const { return dtype_; }
   QSpinBox* batchSizeBox() const { return batchSize_; }
+  QSpinBox* gradAccumBox() const { return gradAccum_; }
+  QComboBox* datasetCombo() const { return dataset_; }
   QSpinBox* epochsBox() const { return epochs_; }
   QSpinBox* maxStepsBox() const { return maxSteps_; }
   QSpinBox* loraRankBox() const { return loraRank_; }
   QLineEdit* learningRateEdit() const { return lr_; }
   QLineEdit* outputDirEdit() const { return outputDir_; }
+  // The next run's folder name under the output folder; empty: <recipe>-<eager|compile>-<time>.
+  QLineEdit* runNameEdit() const { return runName_; }
   QTextBrowser* previewView() const { return preview_; }
 
  Q_SIGNALS:
@@ -66,6 +71,7 @@ class RunSetupPanel : public QWidget {
   QComboBox* model_;
   QPushButton* openModel_;
   QLabel* modelInfo_;
+  QLabel* weights_;
   QLabel* memory_;
   QComboBox* recipe_;
   QCheckBox* compile_;
@@ -81,6 +87,7 @@ class RunSetupPanel : public QWidget {
   QDoubleSpinBox* loraAlpha_;
   QSpinBox* threads_;
   QLineEdit* outputDir_;
+  QLineEdit* runName_;
   QTimer* previewTimer_ = nullptr;
   QString previewKey_;  // dataset + tokenizer YAML the last preview was built for
   int previewGeneration_ = 0;

@@ -35,6 +35,8 @@ RunEvent runEventFromJson(const nlohmann::json& j) {
   e.status = text("status");
   e.message = text("message");
   e.fallback = j.contains("fallback") && j["fallback"].is_boolean() && j["fallback"].get<bool>();
+  e.setup = text("setup");
+  e.compile = j.contains("compile") && j["compile"].is_boolean() && j["compile"].get<bool>();
   if (j.contains("memory") && j["memory"].is_object()) {
     const auto& m = j["memory"];
     auto bytes = [&](const char* key) { return m.contains(key) && m[key].is_number() ? m[key].get<int64_t>() : int64_t{0}; };

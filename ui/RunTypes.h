@@ -39,6 +39,8 @@ struct RunEvent {
   QString message;    // end (failed) or any event's message
   QString json;       // the whole event, compact JSON
   bool fallback = false;                // compile: the fused step disagreed, the run went on eager
+  QString setup;                        // start: the setup key runs of one setup share
+  bool compile = false;                 // start
   std::optional<MemoryBudget> memory;  // info: the memory budget, when the event carries one
 };
 RunEvent runEventFromJson(const nlohmann::json& j);

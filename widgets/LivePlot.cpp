@@ -26,7 +26,7 @@ struct LivePlot::Run {
   double ema = 0;
   struct Region {
     double first, last;
-    QCPItemRect* item;
+    std::vector<QCPItemRect*> items;  // one band per panel
   };
   std::vector<Region> warmup;
   double warmupStepSeconds = 0;  // sum of step times of warm-up steps
@@ -66,14 +66,24 @@ LivePlot::LivePlot(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(thi
   styleRect(tpsRect_, "tokens / s");
   styleRect(stepRect_, "step time (s)");
   styleRect(memRect_, "peak memory (GiB)");
+  // The legend is a row of its own above the panels: it never covers a curve.
   plot_->legend->setVisible(true);
   plot_->legend->setFont(QFont(font().family(), std::max(7, font().pointSize() - 1)));
-  lossRect_->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  plot_->legend->setFillOrder(QCPLegend::foColumnsFirst);
+  plot_->legend->setBorderPen(Qt::NoPen);
+  lossRect_->insetLayout()->take(plot_->legend);
+  lossRect_->insetLayout()->simplify();
+  auto* legendRow = new QCPLayoutGrid;
+  plot_->plotLayout()->insertRow(0);
+  plot_->plotLayout()->addElement(0, 0, legendRow);
+  legendRow->addElement(0, 0, plot_->legend);
+  legendRow->setMargins(QMargins(0, 0, 0, 0));
+  plot_->plotLayout()->setRowStretchFactor(0, 0.001);
   plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   plot_->setNoAntialiasingOnDrag(true);
   plot_->setPlottingHint(QCP::phCacheLabels, true);
   plot_->setAutoAddPlottableToLegend(false);
-  plot_->setMinimumSize(480, 320);
+  plot_->setMinimumSize(360, 240);
 
   // Panning or zooming one panel moves the step axis of all four; the user's view is then kept.
   const QList<QCPAxisRect*> rects = {lossRect_, tpsRect_, stepRect_, memRect_};
@@ -93,21 +103,24 @@ LivePlot::LivePlot(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(thi
   smoothingSlider_->setRange(0, 99);
   smoothingSlider_->setValue(int(smoothing_ * 100));
   smoothingSlider_->setToolTip("Weight of the exponential moving average drawn over the raw loss");
-  smoothingSlider_->setMaximumWidth(160);
+  smoothingSlider_->setMaximumWidth(140);
   smoothingLabel_ = new QLabel(this);
   smoothingLabel_->setMinimumWidth(32);
   connect(smoothingSlider_, &QSlider::valueChanged, this, [this](int v) { setSmoothing(v / 100.0); });
   logBox_ = new QCheckBox("Log loss", this);
+  logBox_->setToolTip("Loss on a logarithmic axis");
   connect(logBox_, &QCheckBox::toggled, this, &LivePlot::setLogScale);
   auto* fit = new QPushButton("Fit", this);
   fit->setToolTip("Follow the data again after panning or zooming");
   connect(fit, &QPushButton::clicked, this, &LivePlot::fitToData);
-  auto* png = new QPushButton("Export PNG…", this);
+  auto* png = new QPushButton("PNG…", this);
+  png->setToolTip("Save the plots as a PNG image");
   connect(png, &QPushButton::clicked, this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, "Export plot", "tunebench-plot.png", "PNG (*.png)");
     if (!path.isEmpty()) exportPng(path);
   });
-  auto* csv = new QPushButton("Export CSV…", this);
+  auto* csv = new QPushButton("CSV…", this);
+  csv->setToolTip("Save the plotted metrics as CSV");
   connect(csv, &QPushButton::clicked, this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, "Export data", "tunebench-metrics.csv", "CSV (*.csv)");
     if (!path.isEmpty()) exportCsv(path);
@@ -310,20 +323,27 @@ void LivePlot::addToRun(int r, const std::vector<PlotSample>& samples) {
       run.warmup.back().last = std::max(run.warmup.back().last, s.step);
       continue;
     }
-    auto* rect = new QCPItemRect(plot_);
-    rect->setClipAxisRect(stepRect_);
-    for (QCPItemPosition* p : {rect->topLeft, rect->bottomRight}) {
-      p->setAxisRect(stepRect_);
-      p->setAxes(stepRect_->axis(QCPAxis::atBottom), stepRect_->axis(QCPAxis::atLeft));
-      p->setTypeX(QCPItemPosition::ptPlotCoords);
-      p->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    // Shaded on every panel, with an edge, so a warm-up of one step in a long run still shows.
+    Run::Region region{s.step, s.step, {}};
+    for (QCPAxisRect* panel : {lossRect_, tpsRect_, stepRect_, memRect_}) {
+      auto* rect = new QCPItemRect(plot_);
+      rect->setClipAxisRect(panel);
+      for (QCPItemPosition* p : {rect->topLeft, rect->bottomRight}) {
+        p->setAxisRect(panel);
+        p->setAxes(panel->axis(QCPAxis::atBottom), panel->axis(QCPAxis::atLeft));
+        p->setTypeX(QCPItemPosition::ptPlotCoords);
+        p->setTypeY(QCPItemPosition::ptAxisRectRatio);
+      }
+      QColor fill = run.color;
+      fill.setAlpha(70);
+      rect->setBrush(fill);
+      QColor edge = run.color.darker(120);
+      edge.setAlpha(160);
+      rect->setPen(QPen(edge, 1, Qt::DashLine));
+      rect->setLayer("background");
+      region.items.push_back(rect);
     }
-    QColor fill = run.color;
-    fill.setAlpha(45);
-    rect->setBrush(fill);
-    rect->setPen(Qt::NoPen);
-    rect->setLayer("background");
-    run.warmup.push_back({s.step, s.step, rect});
+    run.warmup.push_back(region);
   }
   if (warmupChanged) updateWarmup(r);
 }
@@ -332,10 +352,11 @@ void LivePlot::addToRun(int r, const std::vector<PlotSample>& samples) {
 // several runs the labels stack so they do not overlap.
 void LivePlot::updateWarmup(int r) {
   Run& run = *runs_[r];
-  for (const auto& region : run.warmup) {
-    region.item->topLeft->setCoords(region.first - 0.5, 0);
-    region.item->bottomRight->setCoords(region.last + 0.5, 1);
-  }
+  for (const auto& region : run.warmup)
+    for (QCPItemRect* item : region.items) {
+      item->topLeft->setCoords(region.first - 0.5, 0);
+      item->bottomRight->setCoords(region.last + 0.5, 1);
+    }
   if (run.warmup.empty()) return;
   if (!run.warmupLabel) {
     run.warmupLabel = new QCPItemText(plot_);
@@ -507,6 +528,15 @@ std::vector<double> LivePlot::emaValues(int r) const {
   }
   return out;
 }
+
+int LivePlot::warmupBandCount(int run) const {
+  int bands = 0;
+  if (run >= 0 && run < runCount())
+    for (const auto& region : runs_[run]->warmup) bands += int(region.items.size());
+  return bands;
+}
+
+bool LivePlot::legendOutsidePanels() const { return plot_->legend->layout() != lossRect_->insetLayout() && plot_->legend->layout(); }
 
 int LivePlot::warmupRegionCount(int run) const {
   return run >= 0 && run < runCount() ? int(runs_[run]->warmup.size()) : 0;

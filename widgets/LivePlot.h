@@ -83,6 +83,8 @@ class LivePlot : public QWidget {
   // Inspection (tests, status): counts and the data as plotted.
   int pointCount(int run) const;
   std::vector<double> emaValues(int run) const;
+  int warmupBandCount(int run) const;  // shaded bands of its warm-up regions, over all panels
+  bool legendOutsidePanels() const;    // the legend sits in a row of its own, not over a panel
   int warmupRegionCount(int run) const;
   QString warmupAnnotation(int run) const;
   double memoryFloor(int run) const;  // -1 when none was set

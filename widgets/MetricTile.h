@@ -1,4 +1,5 @@
-// A big number with a caption under it: loss, tokens/s, step, ETA.
+// A big number with a caption under it: loss, tokens/s, step, ETA. The number's font shrinks to fit a
+// narrow tile (a 1024-pixel-wide window) rather than cutting the text.
 #pragma once
 
 #include <QFrame>
@@ -18,8 +19,16 @@ class MetricTile : public QFrame {
   QString caption() const;
   // Shown under the caption in a smaller font, e.g. "steady steps only".
   void setDetail(const QString& detail);
+  // Whether the whole value is visible at the tile's current width.
+  bool valueFits() const;
+  QLabel* valueLabel() const { return value_; }
+
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
+  void fitValue();
+  double bigPointSize_ = 0;
   QLabel* value_;
   QLabel* caption_;
   QLabel* detail_;

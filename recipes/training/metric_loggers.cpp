@@ -142,6 +142,10 @@ void StdoutLogger::log_event(const nlohmann::json& event) {
     if (event.value("cache_hit", false)) out_ << " (plan from the cache)";
     if (event.value("fallback", false)) out_ << " (fell back to eager)";
     out_ << '\n';
+  } else if (kind == "start") {
+    out_ << "run started: " << event.value("recipe", std::string()) << ", "
+         << (event.value("compile", false) ? "compiled" : "eager") << ", " << event.value("dtype", std::string())
+         << (event.value("resume", false) ? ", resuming" : "") << '\n';
   } else if (kind == "checkpoint" && event.contains("path")) {
     out_ << "checkpoint saved: " << event["path"].get<std::string>() << '\n';
   } else if ((kind == "info" || kind == "warning") && event.contains("message") && event["message"].is_string()) {

@@ -1,8 +1,11 @@
 #include "training/run_settings.h"
 
+#include <cstdio>
+
 #include "config/schema.h"
 #include "training/memory.h"
 #include "training/recipe_state.h"
+#include "training/run_checkpoint.h"
 
 namespace tb::training {
 
@@ -29,7 +32,49 @@ void log_warning(MetricLogger& logger, const std::string& text) {
   logger.log_event({{"event", "warning"}, {"message", text}});
 }
 
+namespace {
+
+// What makes two runs comparable: the resolved config without the keys that only say where it goes, how
+// it is executed (compile) or whether it resumes. A 64-bit FNV-1a of its YAML, in hex: runs of one setup
+// share it, so the window can set a compiled run beside its eager twin.
+// Paths inside the output folder (checkpointer.output_dir, the loggers' folders) are dropped wherever they are.
+void drop_output_paths(YAML::Node node, const std::string& output_dir) {
+  if (!node.IsMap()) return;
+  std::vector<std::string> drop;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const YAML::Node value = it->second;
+    if (value.IsScalar() && (value.Scalar() == output_dir || value.Scalar().rfind(output_dir + "/", 0) == 0))
+      drop.push_back(it->first.Scalar());
+    else
+      drop_output_paths(value, output_dir);
+  }
+  for (const std::string& key : drop) node.remove(key);
+}
+
+std::string setup_key(const config::Config& cfg) {
+  YAML::Node root = YAML::Clone(cfg.root);
+  if (!cfg.get_string("output_dir", "").empty()) drop_output_paths(root, cfg.get_string("output_dir", ""));
+  for (const char* key : {"compile", "resume_from_checkpoint"}) root.remove(key);
+  YAML::Emitter out;
+  out << root;
+  uint64_t h = 1469598103934665603ull;
+  for (const char* p = out.c_str(); *p; ++p) h = (h ^ uint8_t(*p)) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+}  // namespace
+
 void begin_run(RunSettings& settings, const config::Config& cfg, const std::string& resume_dir, MetricLogger& logger) {
+  logger.log_event({{"event", "start"},
+                    {"recipe", cfg.recipe},
+                    {"compile", settings.compile},
+                    {"dtype", settings.runtime.dtype_name()},
+                    {"model", cfg.get_string("model._component_", "")},
+                    {"resume", !resume_dir.empty()},
+                    {"setup", setup_key(cfg)},
+                    {"time", utc_timestamp()}});
   if (!resume_dir.empty()) {
     const uint64_t recorded = read_recipe_counters(resume_dir).seed;
     if (!settings.runtime.seed_picked && settings.runtime.seed != recorded)

@@ -25,13 +25,13 @@ using tbtest::read_file;
 
 void writeFile(const QString& path, const std::string& text) { tbtest::write_file(path.toStdString(), text); }
 
-// A Qwen3-shaped folder: config.json, a (dummy) safetensors file, tokenizer.json and the template.
+// A Qwen3-shaped folder: config.json, a safetensors file holding no tensors, tokenizer.json and the template.
 void qwen3Folder(const QTemporaryDir& dir) {
   writeFile(dir.filePath("config.json"),
             R"({"model_type":"qwen3","hidden_size":64,"intermediate_size":128,"num_attention_heads":4,
       "num_key_value_heads":2,"head_dim":16,"num_hidden_layers":2,"vocab_size":1900,"max_position_embeddings":512,
       "rope_theta":1000000.0,"rms_norm_eps":1e-6,"hidden_act":"silu","tie_word_embeddings":true})");
-  writeFile(dir.filePath("model.safetensors"), "x");
+  writeFile(dir.filePath("model.safetensors"), std::string("\x02\0\0\0\0\0\0\0{}", 10));  // no tensors, a valid header
   writeFile(dir.filePath("tokenizer.json"), read_file(TB_SOURCE_DIR "/tests/data/tokenizers/qwen/tokenizer.json"));
   nlohmann::json config = {{"bos_token", nullptr},
                            {"eos_token", "<|im_end|>"},

@@ -41,7 +41,7 @@ class TestExportDialog : public QObject {
     QCOMPARE(panel.entries().size(), 1);
     auto* exportButton = panel.findChild<QPushButton*>("exportButton");
     QVERIFY(exportButton);
-    QVERIFY(!exportButton->isEnabled());  // nothing selected yet
+    QVERIFY(exportButton->isEnabled());  // the run's one checkpoint is selected from the start
     panel.select(0);
     QVERIFY(exportButton->isEnabled());
     panel.setRunActive(true);  // a run going on does not stop an export of a finished checkpoint

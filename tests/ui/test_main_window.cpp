@@ -41,7 +41,7 @@ class TestMainWindow : public QObject {
     QVERIFY(tabs);
     QStringList names;
     for (int i = 0; i < tabs->count(); ++i) names << tabs->tabText(i);
-    QCOMPARE(names, QStringList({"Live", "Config", "Checkpoints", "Runs"}));
+    QCOMPARE(names, QStringList({"Live", "Config", "Checkpoints", "Runs", "Chat"}));
     QVERIFY(w.findChild<QDockWidget*>("RunSetupDock"));
     QVERIFY(w.startAction()->isEnabled());
     QVERIFY(!w.pauseAction()->isEnabled());
@@ -104,6 +104,7 @@ class TestMainWindow : public QObject {
       tb::ui::MainWindow w(options);
       w.show();
       w.resize(1111, 777);
+      QCOMPARE(w.size(), QSize(1111, 777));  // within what the layout allows
       w.document()->setScalar("epochs", "3");
       text = w.document()->text();
       QVERIFY(w.close());
@@ -148,7 +149,7 @@ class TestMainWindow : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!w.isVisible(), 120000);
     QCOMPARE(w.controller()->state(), tb::ui::RunState::Stopped);
     // Nothing half-written: every checkpoint folder has its manifest.
-    const auto entries = tb::ui::scanCheckpoints(out.path());
+    const auto entries = tb::ui::scanCheckpoints(w.controller()->outputDir());
     QVERIFY(!entries.isEmpty());
     for (const auto& e : entries) QVERIFY2(e.complete, qPrintable(e.path));
   }

@@ -38,6 +38,9 @@ tb::models::ModelArgs tiny() {
 // -> 36992; x2 layers = 73984; embedding 32768 + output 32768 + final norm 64.
 constexpr int64_t kTinyParams = 139584;
 
+// A safetensors file with no tensors: the 8-byte header length, then "{}" (opening a folder reads headers).
+const QByteArray kEmptySafetensors("\x02\0\0\0\0\0\0\0{}", 10);
+
 void writeFile(const QString& path, const QByteArray& content) {
   QFile f(path);
   QVERIFY(f.open(QIODevice::WriteOnly));
@@ -165,8 +168,8 @@ class TestModelInfo : public QObject {
   void openModelFolderPointsTheConfigAtIt() {
     QTemporaryDir dir;
     writeFile(dir.filePath("config.json"), kLlama2_7b);
-    writeFile(dir.filePath("model-00001-of-00002.safetensors"), "x");
-    writeFile(dir.filePath("model-00002-of-00002.safetensors"), "x");
+    writeFile(dir.filePath("model-00001-of-00002.safetensors"), kEmptySafetensors);
+    writeFile(dir.filePath("model-00002-of-00002.safetensors"), kEmptySafetensors);
     writeFile(dir.filePath("tokenizer.model"), "x");
     tb::ui::ConfigDocument doc;
     doc.loadText("model:\n  _component_: tunebench.models.lora_llama2_stories15m\n  lora_rank: 4\n"
@@ -193,7 +196,7 @@ class TestModelInfo : public QObject {
   // projections adapted as one module each, as the LoRA builders adapt them); a refusal says why.
   void openModelFolderRecognisesTheFamily() {
     QTemporaryDir dir;
-    writeFile(dir.filePath("model.safetensors"), "x");
+    writeFile(dir.filePath("model.safetensors"), kEmptySafetensors);
     tb::ui::ConfigDocument doc;
     doc.loadText("model:\n  _component_: tunebench.models.lora_llama2_stories15m\n  lora_rank: 8\n"
                  "  lora_attn_modules: [q_proj, v_proj]\n  apply_lora_to_mlp: true\ncheckpointer:\n"

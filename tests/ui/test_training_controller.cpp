@@ -228,7 +228,7 @@ class TestTrainingController : public QObject {
     QCOMPARE(w.livePlot()->warmupRegionCount(0), 1);
     // The annotation carries the compile event's seconds, as metrics.jsonl has them.
     double seconds = -1;
-    for (const auto& line : metricLines(out.path()))
+    for (const auto& line : metricLines(w.controller()->outputDir()))
       if (line.value("event", "") == "compile") seconds = line.value("seconds", -1.0);
     QVERIFY(seconds > 0);
     const QString note = w.livePlot()->warmupAnnotation(0);
@@ -300,7 +300,9 @@ class TestTrainingController : public QObject {
     QVERIFY(finished.wait(kStepTimeoutMs));
     QCOMPARE(steps.count(), 4);
     const double lossAtStep3 = steps.at(2).first().value<tb::training::StepMetrics>().loss;
-    const auto checkpoints = tb::ui::scanCheckpoints(out.path());
+    const QString runFolder = w.controller()->outputDir();  // a folder of its own under output_dir
+    QCOMPARE(QFileInfo(runFolder).dir().absolutePath(), QDir(out.path()).absolutePath());
+    const auto checkpoints = tb::ui::scanCheckpoints(runFolder);
     const auto it = std::find_if(checkpoints.begin(), checkpoints.end(),
                                  [](const auto& c) { return c.complete && c.step == 2; });
     QVERIFY2(it != checkpoints.end(), "no complete step_2 checkpoint");
@@ -310,6 +312,7 @@ class TestTrainingController : public QObject {
     QVERIFY2(w.reloadCheckpoint(*it, &error), qPrintable(error));
     QVERIFY(finished.wait(kStepTimeoutMs));
     QCOMPARE(w.controller()->state(), RunState::Completed);
+    QCOMPARE(w.controller()->outputDir(), runFolder);  // the resume writes where the run was
     QVERIFY(steps.count() >= 1);
     const auto first = steps.first().first().value<tb::training::StepMetrics>();
     QCOMPARE(first.step, int64_t(3));  // resumed at the checkpoint's step + 1
