@@ -29,7 +29,11 @@ int main(int argc, char** argv) {
   const QCommandLineOption autostart("autostart", "Press Start once the window is up.");
   const QCommandLineOption quitAfter("quit-after-steps", "With --autostart: stop (saving) after N steps, then quit.", "N");
   const QCommandLineOption screenshot("screenshot", "Save PNGs of the window (and each tab) when quitting.", "file.png");
-  parser.addOptions({config, useDefault, autostart, quitAfter, screenshot});
+  const QCommandLineOption chatPrompt("chat-prompt",
+                                      "With --screenshot: ask the run's last checkpoint (beside its base model) this "
+                                      "in the Chat tab before its screenshot.",
+                                      "text");
+  parser.addOptions({config, useDefault, autostart, quitAfter, screenshot, chatPrompt});
   parser.addPositionalArgument("overrides", "Config overrides as tunebench-cli takes them: key=value, ~key.",
                                "[key=value...]");
   parser.process(app);
@@ -44,6 +48,7 @@ int main(int argc, char** argv) {
   options.useDefault = parser.isSet(useDefault);
   options.autostart = parser.isSet(autostart);
   options.screenshot = parser.value(screenshot);
+  options.chatPrompt = parser.value(chatPrompt);
   options.overrides = parser.positionalArguments();
   if (parser.isSet(quitAfter)) {
     bool ok = false;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Real-window check: starts build/bin/tunebench under Xvfb on the embedded default, lets it train a few
-# steps with compile on (so the Live tab shows the warm-up), stops (saving a checkpoint), and saves
-# screenshots of each tab to docs/screenshots/.
+# Real-window check: starts build/bin/tunebench under Xvfb on the embedded default twice: a few steps
+# eager, then the same setup with compile on (so the Live tab shows the warm-up and the compile tile, and
+# Runs compares the two), stops (saving a checkpoint), asks that checkpoint and its base model a question
+# in the Chat tab, and saves screenshots of each tab, and of the Live tab at 1024x640, to docs/screenshots/.
 #   scripts/screenshots.sh [steps]      default 16 steps
 # Needs the xvfb package (xvfb-run) and a build in build/. Run from anywhere; it works in the repo root.
 set -euo pipefail
@@ -24,7 +25,12 @@ export XDG_CACHE_HOME="$settings"  # no compile plan from an earlier run: the wa
 run_dir=build/runs/screenshots
 rm -rf "$run_dir"
 
-echo "==> $app --default --autostart --quit-after-steps $steps --screenshot $out/tunebench.png compile=true output_dir=$run_dir (under Xvfb)"
+echo "==> $app --default --autostart --quit-after-steps $steps compile=false output_dir=$run_dir (under Xvfb)"
 timeout 900 xvfb-run -a -s "-screen 0 1600x1000x24" \
-  "$app" --default --autostart --quit-after-steps "$steps" --screenshot "$out/tunebench.png" compile=true output_dir="$run_dir"
+  "$app" --default --autostart --quit-after-steps "$steps" compile=false output_dir="$run_dir"
+prompt="What is the capital of France?"
+echo "==> $app --default --autostart --quit-after-steps $steps --screenshot $out/tunebench.png --chat-prompt '$prompt' compile=true output_dir=$run_dir (under Xvfb)"
+timeout 900 xvfb-run -a -s "-screen 0 1600x1000x24" \
+  "$app" --default --autostart --quit-after-steps "$steps" --screenshot "$out/tunebench.png" --chat-prompt "$prompt" \
+  compile=true output_dir="$run_dir"
 ls -l "$out"/tunebench*.png

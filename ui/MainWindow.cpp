@@ -1,10 +1,14 @@
 #include "MainWindow.h"
 
 #include <QApplication>
+#include <QCheckBox>
 #include <QCloseEvent>
+#include <QComboBox>
 #include <QDateTime>
 #include <QDir>
 #include <QDockWidget>
+#include <QDoubleSpinBox>
+#include <QEventLoop>
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -14,6 +18,7 @@
 #include <QProgressBar>
 #include <QScrollArea>
 #include <QSettings>
+#include <QSpinBox>
 #include <QStatusBar>
 #include <QStyle>
 #include <QTabWidget>
@@ -75,6 +80,7 @@ MainWindow::MainWindow(const StartupOptions& options, QWidget* parent)
   chat_->setOutputDir(newest);
   connect(doc_, &ConfigDocument::changed, this, [this] {
     if (!controller_->isActive()) runs_->setRunsRoot(doc_->scalar("output_dir"));
+    hardwareLabel_->setText(hardwareText());
   });
   onState(RunState::Idle, {});
   updateTitle();
@@ -280,9 +286,17 @@ void MainWindow::buildActions() {
   help->addAction("About Tunebench", this, [this] { QMessageBox::about(this, "About Tunebench", aboutText()); });
 }
 
+// The threads are the setup's (num_threads; null or 0: one per core), what a run will use.
 QString MainWindow::hardwareText() const {
   const auto m = tb::compile::machine_info();
-  QString text = QString("%1 cores · %2 threads · ATen %3").arg(m.cores).arg(m.torch_threads).arg(QString::fromStdString(m.aten_isa));
+  bool ok = false;
+  const int asked = doc_->scalar("num_threads").toInt(&ok);
+  const int threads = ok && asked > 0 ? asked : m.cores;
+  QString text = QString("%1 cores · %2 training thread%3 · ATen %4")
+                     .arg(m.cores)
+                     .arg(threads)
+                     .arg(threads == 1 ? "" : "s")
+                     .arg(QString::fromStdString(m.aten_isa));
   if (!m.onednn_isa.empty()) text += " · oneDNN " + QString::fromStdString(m.onednn_isa);
   if (m.memory_total > 0)
     text += QString(" · %1 memory, %2 free").arg(formatBytes(double(m.memory_total)), formatBytes(double(m.memory_available)));
@@ -293,7 +307,7 @@ QString MainWindow::aboutText() const {
   const auto m = tb::compile::machine_info();
   return QString("<p><b>Tunebench %1</b>: fine-tune LLMs on this machine.</p>"
                  "<p>LibTorch %2<br>Qt %3<br>oneDNN %4</p>"
-                 "<p>Kernels: ATen %5%6<br>%7 cores, %8 threads</p>")
+                 "<p>Kernels: ATen %5%6<br>%7 cores; LibTorch's default: %8 threads</p>")
       .arg(QCoreApplication::applicationVersion().isEmpty() ? QString(TUNEBENCH_VERSION) : QCoreApplication::applicationVersion(),
            QString::fromStdString(m.torch_version), QString(qVersion()),
            m.onednn_version.empty() ? QString("(not in this build)") : QString::fromStdString(m.onednn_version),
@@ -614,10 +628,11 @@ void MainWindow::takeScreenshotsAndQuit(int exitCode) {
   if (!options_.screenshot.isEmpty()) {
     const QFileInfo base(options_.screenshot);
     QDir().mkpath(base.absolutePath());
-    if (!controller_->outputDir().isEmpty()) runs_->showRun(controller_->outputDir(), false);
-    const QList<QPair<QWidget*, QString>> shots = {
-        {tabs_->widget(0), ""}, {editor_, "-config"}, {checkpoints_, "-checkpoints"}, {runs_, "-runs"}, {chat_, "-chat"}};
-    for (const auto& [tab, suffix] : shots) {
+    // Runs: this setup's eager and compiled runs side by side when there are both, else this run.
+    if (!runs_->compareEagerVsCompile() && !controller_->outputDir().isEmpty())
+      runs_->showRun(controller_->outputDir(), false);
+    if (!options_.chatPrompt.isEmpty()) askChatForScreenshot();
+    auto shoot = [&](QWidget* tab, const QString& suffix) {
       tabs_->setCurrentWidget(tab);
       live_->drainNow();
       live_->plot()->replot(QCustomPlot::rpImmediateRefresh);
@@ -630,11 +645,32 @@ void MainWindow::takeScreenshotsAndQuit(int exitCode) {
       } else {
         std::cout << "screenshot: " << path.toStdString() << "\n";
       }
-    }
+    };
+    const QList<QPair<QWidget*, QString>> shots = {{tabs_->widget(0), ""},      {editor_, "-config"},
+                                                   {checkpoints_, "-checkpoints"}, {runs_, "-runs"},
+                                                   {chat_, "-chat"}};
+    for (const auto& [tab, suffix] : shots) shoot(tab, suffix);
+    resize(1024, 640);
+    QApplication::processEvents();
+    shoot(tabs_->widget(0), "-1024x640");
     tabs_->setCurrentIndex(0);
   }
   saveSettings();
   QApplication::exit(exitCode);
+}
+
+// For the Chat tab's screenshot: the run's newest checkpoint beside its base model, greedy, short.
+void MainWindow::askChatForScreenshot() {
+  chat_->setOutputDir(controller_->outputDir());
+  if (chat_->sourceBox()->count() < 2) return;
+  chat_->sourceBox()->setCurrentIndex(chat_->sourceBox()->count() - 1);
+  chat_->compareBox()->setChecked(true);
+  chat_->temperatureBox()->setValue(0);
+  chat_->maxTokensBox()->setValue(40);
+  QEventLoop loop;
+  connect(chat_, &ChatPanel::repliesFinished, &loop, &QEventLoop::quit);
+  QTimer::singleShot(120000, &loop, &QEventLoop::quit);
+  if (chat_->send(options_.chatPrompt)) loop.exec();
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -41,6 +41,8 @@ struct StartupOptions {
   bool autostart = false;   // press Start once the window is up
   int quitAfterSteps = 0;   // with autostart: stop (saving) after this many steps, then quit
   QString screenshot;       // PNG of the window when quitting; the other tabs go to <name>-config.png, ...
+                            // and the Live tab at 1024x640 to <name>-1024x640.png
+  QString chatPrompt;       // with screenshot: asked of the last checkpoint (and its base) before the Chat shot
   QStringList overrides;    // `key=value` / `~key`, as tunebench-cli takes them, applied to the opened setup
 };
 
@@ -109,6 +111,7 @@ class MainWindow : public QMainWindow {
   bool memoryAllowsStart(QString* error);
   void setBanner(const QString& html);
   void takeScreenshotsAndQuit(int exitCode);
+  void askChatForScreenshot();
 
   StartupOptions options_;
   ConfigDocument* doc_;

@@ -59,9 +59,15 @@ LivePlot::LivePlot(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(thi
   tpsRect_ = new QCPAxisRect(plot_);
   stepRect_ = new QCPAxisRect(plot_);
   memRect_ = new QCPAxisRect(plot_);
-  plot_->plotLayout()->addElement(0, 1, tpsRect_);
-  plot_->plotLayout()->addElement(1, 0, stepRect_);
-  plot_->plotLayout()->addElement(1, 1, memRect_);
+  // Layout: the legend's row on top, then the panels in a grid of their own (so the legend's width does
+  // not widen one column of panels).
+  auto* panels = new QCPLayoutGrid;
+  plot_->plotLayout()->take(lossRect_);
+  plot_->plotLayout()->simplify();
+  panels->addElement(0, 0, lossRect_);
+  panels->addElement(0, 1, tpsRect_);
+  panels->addElement(1, 0, stepRect_);
+  panels->addElement(1, 1, memRect_);
   styleRect(lossRect_, "loss");
   styleRect(tpsRect_, "tokens / s");
   styleRect(stepRect_, "step time (s)");
@@ -74,8 +80,8 @@ LivePlot::LivePlot(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(thi
   lossRect_->insetLayout()->take(plot_->legend);
   lossRect_->insetLayout()->simplify();
   auto* legendRow = new QCPLayoutGrid;
-  plot_->plotLayout()->insertRow(0);
   plot_->plotLayout()->addElement(0, 0, legendRow);
+  plot_->plotLayout()->addElement(1, 0, panels);
   legendRow->addElement(0, 0, plot_->legend);
   legendRow->setMargins(QMargins(0, 0, 0, 0));
   plot_->plotLayout()->setRowStretchFactor(0, 0.001);
