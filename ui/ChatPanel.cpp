@@ -26,6 +26,9 @@
 
 #include "ConfigDocument.h"
 #include "RunHistory.h"
+#include "components/builtin.h"
+#include "config/registry.h"
+#include "config/schema.h"
 #include "config/yaml_edit.h"
 #include "export/checkpoint_config.h"
 
@@ -296,8 +299,14 @@ void ChatPanel::updateButtons() {
 bool ChatPanel::configFor(int pane, tb::config::Config* config, QString* error) const {
   const QString source = source_->currentData().toString();
   try {
-    if (source.isEmpty())
-      *config = loadedOrThrow(doc_->validate());
+    if (source.isEmpty()) {
+      // Only what loading a model needs must be right (as for export): a dataset still being chosen
+      // does not keep the chat from the model.
+      tb::config::LoadOptions options;
+      options.recipe = tb::config::kExportVerb;
+      options.registry = &tb::components::builtin();
+      *config = loadedOrThrow(tb::config::load_text(doc_->text().toStdString(), doc_->displayName().toStdString(), options));
+    }
     else if (pane == 0)
       *config = loadedOrThrow(tb::exporting::load_checkpoint_config(source.toStdString(), false));
     else

@@ -391,6 +391,9 @@ bool RunSetupPanel::openModelFolder(const QString& folder, QString* error) {
   edits << ConfigEdit::set("checkpointer.checkpoint_dir", YAML::Node(abs.toStdString()));
   edits << ConfigEdit::set("checkpointer.checkpoint_files", list);
   edits << ConfigEdit::set("checkpointer.model_type", YAML::Node(modelType));
+  // The folder's weights start a fresh run: no adapter or resume state of the model before it.
+  if (doc_->value("checkpointer.adapter_checkpoint").IsDefined()) edits << ConfigEdit::erase("checkpointer.adapter_checkpoint");
+  if (doc_->value("resume_from_checkpoint").IsDefined()) edits << ConfigEdit::scalar("resume_from_checkpoint", "false");
   if (QFileInfo(dir.filePath("tokenizer.json")).isFile()) {
     // The folder's own tokenizer, special tokens and chat template (conversations are formatted by it).
     YAML::Node tokenizer(YAML::NodeType::Map);
