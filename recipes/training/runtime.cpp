@@ -2,6 +2,7 @@
 
 #include <random>
 #include <stdexcept>
+#include <algorithm>
 #include <thread>
 
 #include <ATen/Parallel.h>
@@ -31,7 +32,12 @@ Runtime read_runtime(const config::Config& cfg) {
     r.dtype = c10::ScalarType::BFloat16;
   else
     throw std::runtime_error("dtype '" + dtype + "' is not supported (fp32 or bf16)");
-  r.num_threads = static_cast<int>(config::setting_int(cfg, "num_threads"));
+  // More threads than cores only wait on each other (1000 on two cores made a step take minutes).
+  const int64_t asked = config::setting_int(cfg, "num_threads");
+  if (asked < 1) throw std::runtime_error("num_threads must be at least 1 (it is " + std::to_string(asked) + ")");
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  r.threads_asked = static_cast<int>(std::min<int64_t>(asked, 1 << 20));
+  r.num_threads = std::min(r.threads_asked, cores);
   if (const auto seed = config::setting_optional_int(cfg, "seed")) {
     r.seed = static_cast<uint64_t>(*seed);
   } else {
@@ -46,6 +52,13 @@ void apply_runtime(const Runtime& runtime) {
   at::set_num_threads(runtime.num_threads);
   at::GradMode::set_enabled(true);
   torch::manual_seed(runtime.seed);
+}
+
+std::string threads_warning(const Runtime& runtime) {
+  if (runtime.threads_asked <= runtime.num_threads) return {};
+  return "num_threads: " + std::to_string(runtime.threads_asked) + " asked, this machine has " +
+         std::to_string(runtime.num_threads) + " cores: training uses " + std::to_string(runtime.num_threads) +
+         " (threads beyond the cores only wait on each other)";
 }
 
 std::string seed_message(const Runtime& runtime) {

@@ -1,5 +1,6 @@
 // The real tunebench-cli binary (env TB_CLI): exit codes, messages, --help, and that it never dies on a
 // signal.
+#include <QElapsedTimer>
 #include <QtTest>
 
 #include "test_main.h"
@@ -8,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "components/builtin.h"
 
@@ -286,6 +288,25 @@ class TestCli : public QObject {
     QCOMPARE(steps, 3);
     QCOMPARE(lines.last().value("event").toString(), QString("end"));
     QCOMPARE(lines.last().value("status").toString(), QString("completed"));
+  }
+
+  // num_threads far above the cores ran a step for minutes (threads waiting on each other): the run
+  // uses the cores and says so.
+  void moreThreadsThanCoresAreClamped() {
+    QVERIFY2(tb::find_recipe("full_finetune_single_device"), "full_finetune_single_device is not built in");
+    QTemporaryDir dir;
+    QStringList args = tinyRun(dir.filePath("out"));
+    args << "num_threads=1000";
+    QElapsedTimer timer;
+    timer.start();
+    Result r = run(args);
+    QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+    const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    QVERIFY2((r.err + r.out).contains(QString("num_threads: 1000 asked, this machine has %1 cores").arg(cores)),
+             qPrintable(r.err + r.out));
+    QVERIFY2(timer.elapsed() < 120000, qPrintable(QString("%1 ms").arg(timer.elapsed())));
+    const Result zero = run(QStringList(args.mid(0, args.size() - 1)) << "num_threads=0");
+    QVERIFY2(zero.code != 0 && zero.err.contains("num_threads"), qPrintable(zero.err));
   }
 
   // An output folder whose name is not UTF-8 (Latin-1 "café" and a stray byte): the run completes and
