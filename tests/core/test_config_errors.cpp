@@ -2,6 +2,8 @@
 // fixtures in tests/data/config/), all reported at once.
 #include <QtTest>
 
+#include <algorithm>
+
 #include "test_main.h"
 
 #include "components/builtin.h"
@@ -206,6 +208,29 @@ class TestConfigErrors : public QObject {
     for (const auto& d : r.diagnostics) all += QString::fromStdString(d.format()) + "\n";
     QVERIFY2(all.contains(expected), qPrintable(all.left(2000)));
     QVERIFY2(timer.elapsed() < 20000, "bounded work, not minutes");
+  }
+
+  // A map of many keys loads in time proportional to its size: each key was checked against the ones
+  // before it (200,000 keys took 100 s). Measured as a ratio within this run: four times the keys may
+  // take about four times as long, not sixteen.
+  void manyKeysLoadInLinearTime() {
+    auto seconds = [](int keys) {
+      std::string text = "output_dir: /tmp/x\nextra:\n";
+      for (int i = 0; i < keys; ++i) text += "  k" + std::to_string(i) + ": " + std::to_string(i) + "\n";
+      std::vector<double> runs;
+      for (int round = 0; round < 3; ++round) {
+        QElapsedTimer timer;
+        timer.start();
+        const LoadResult r = load_text(text, "many.yaml", LoadOptions{});
+        runs.push_back(double(timer.nsecsElapsed()) / 1e9);
+        if (r.ok() || r.diagnostics.size() > 20) return -1.0;  // `extra` is unknown once, not per key
+      }
+      std::sort(runs.begin(), runs.end());
+      return runs[1];
+    };
+    const double small = seconds(20000), large = seconds(80000);
+    QVERIFY(small > 0 && large > 0);
+    QVERIFY2(large / small < 8, qPrintable(QString("20,000 keys %1 s, 80,000 keys %2 s").arg(small).arg(large)));
   }
 
   // Numbers that parse but cannot mean anything: caught by validate, not by a stack trace at run time.
