@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "config/interpolation.h"
+#include "config/open_quotes.h"
 #include "config/overrides.h"
 #include "config/registry.h"
 #include "config/suggest.h"
@@ -198,6 +199,11 @@ LoadResult load_text(const std::string& text, const std::string& display_name, c
       return result;
     }
     Node root = from_yaml(yaml, display_name, diags);
+    // A missing closing quote explains every error after it (the keys it swallowed are "missing"): alone.
+    if (auto open = open_quotes(root, text, display_name); !open.empty()) {
+      diags = std::move(open);
+      return result;
+    }
     if (root.is_map()) apply_overrides(root, options.overrides, diags);
     resolve_interpolations(root, display_name, diags);
     validate_tree(root, options.recipe, options.registry, display_name, diags);

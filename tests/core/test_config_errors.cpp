@@ -210,6 +210,26 @@ class TestConfigErrors : public QObject {
     QVERIFY2(timer.elapsed() < 20000, "bounded work, not minutes");
   }
 
+  // A quote left open swallows the keys after it (YAML lets a quoted value run over lines); they were
+  // then reported missing, eight errors about keys that are there. One error, at the quote.
+  void anOpenQuoteIsNamedWhereItOpened() {
+    LoadOptions options;
+    options.registry = &tb::components::builtin();
+    options.recipe = "full_finetune_single_device";
+    const LoadResult r = load_text("# a config\noutput_dir: \"runs/x\nbatch_size: 2\nepochs: 1\n", "open.yaml", options);
+    QCOMPARE(r.diagnostics.size(), size_t(1));
+    QCOMPARE(QString::fromStdString(r.diagnostics[0].format()),
+             QString("open.yaml:2:13: the quoted value of 'output_dir' runs on to the end of the file and swallows the keys "
+                     "on the lines in between: is its closing \" missing?"));
+    const LoadResult closedLater = load_text("model:\n  path: 'a\n  - b: c\n  x'\n", "later.yaml", options);
+    QVERIFY(!closedLater.diagnostics.empty());
+    QVERIFY2(QString::fromStdString(closedLater.diagnostics[0].format()).startsWith("later.yaml:2:9: the quoted value of 'model.path' runs on to line 4"),
+             closedLater.diagnostics[0].format().c_str());
+    // A value that really spans lines, with no `key:` line inside, is fine.
+    const LoadResult wrapped = load_text("output_dir: \"a long\n  path\"\n", "wrapped.yaml", LoadOptions{});
+    for (const auto& d : wrapped.diagnostics) QVERIFY2(d.message.find("quoted") == std::string::npos, d.format().c_str());
+  }
+
   // A map of many keys loads in time proportional to its size: each key was checked against the ones
   // before it (200,000 keys took 100 s). Measured as a ratio within this run: four times the keys may
   // take about four times as long, not sixteen.
