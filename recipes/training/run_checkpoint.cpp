@@ -15,6 +15,7 @@
 
 #include "config/schema.h"
 #include "text/json_text.h"
+#include "training/recipe_state.h"
 
 namespace fs = std::filesystem;
 
@@ -130,6 +131,46 @@ std::optional<CheckpointInfo> newest_complete_checkpoint(const std::string& outp
   for (auto& info : list_checkpoints(output_dir))
     if (info.complete && (!best || info.step >= best->step)) best = info;
   return best;
+}
+
+void check_resumable(const std::string& folder, const config::Config& cfg, const std::string& dtype_name) {
+  const auto manifest = read_manifest(folder);
+  if (!manifest) throw std::runtime_error("cannot resume from " + folder + ": it has no " + kManifestName);
+  auto refuse = [&](const std::string& what) {
+    throw std::runtime_error("cannot resume from " + folder + ": " + what);
+  };
+  const std::string recipe = manifest->value("recipe", std::string());
+  if (!cfg.recipe.empty() && !recipe.empty() && recipe != cfg.recipe)
+    refuse("it was written by " + recipe + ", this run is " + cfg.recipe);
+  const std::string dtype = manifest->value("dtype", std::string());
+  if (!dtype.empty() && dtype != dtype_name) refuse("it was trained in " + dtype + ", this config says dtype " + dtype_name);
+  // The model it was trained as, from the config the manifest records.
+  if (manifest->contains("config") && (*manifest)["config"].is_string()) {
+    YAML::Node then;
+    try {
+      then = YAML::Load((*manifest)["config"].get<std::string>());
+    } catch (const YAML::Exception&) {
+      refuse(std::string(kManifestName) + " holds a config that does not parse");
+    }
+    auto scalar = [](const YAML::Node& root, const char* section, const char* key) {
+      const YAML::Node n = root.IsMap() && root[section] && root[section].IsMap() ? root[section][key] : YAML::Node();
+      return n && n.IsScalar() ? n.Scalar() : std::string();
+    };
+    for (const char* key : {"_component_", "quantize_base", "lora_rank"}) {
+      const std::string before = scalar(then, "model", key), now = scalar(cfg.root, "model", key);
+      if (before != now)
+        refuse("its model." + std::string(key) + " was " + (before.empty() ? "unset" : "'" + before + "'") +
+               ", this config's is " + (now.empty() ? "unset" : "'" + now + "'"));
+    }
+  }
+  const int64_t step = manifest->value("step", int64_t{-1});
+  const RecipeState counters = read_recipe_counters(folder);
+  if (step >= 0 && counters.global_step != step)
+    refuse("recipe_state.json says global_step " + std::to_string(counters.global_step) + ", its manifest step " +
+           std::to_string(step) + " (the folder was edited or mixed with another)");
+  if (counters.global_step < 0 || (counters.total_steps > 0 && counters.global_step > counters.total_steps))
+    refuse("recipe_state.json's global_step " + std::to_string(counters.global_step) + " is outside 0.." +
+           std::to_string(counters.total_steps));
 }
 
 std::string find_resume_folder(const std::optional<std::string>& checkpoint_dir, const std::string& output_dir) {

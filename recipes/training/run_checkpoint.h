@@ -44,6 +44,11 @@ std::optional<nlohmann::json> read_manifest(const std::string& folder);
 // manifest), else the newest complete checkpoint under output_dir. Throws when there is none.
 std::string find_resume_folder(const std::optional<std::string>& checkpoint_dir, const std::string& output_dir);
 
+// A checkpoint resumes only the run it belongs to: its manifest's recipe, model builder (and whether the
+// base is quantized), LoRA rank and dtype must be this config's, and its recipe_state.json's step the
+// manifest's. Throws std::runtime_error naming the folder and the first difference.
+void check_resumable(const std::string& folder, const config::Config& cfg, const std::string& dtype_name);
+
 // "2026-12-02T15:04:05Z"
 std::string utc_timestamp();
 

@@ -76,6 +76,7 @@ void begin_run(RunSettings& settings, const config::Config& cfg, const std::stri
                     {"setup", setup_key(cfg)},
                     {"time", utc_timestamp()}});
   if (!resume_dir.empty()) {
+    check_resumable(resume_dir, cfg, settings.runtime.dtype_name());
     const uint64_t recorded = read_recipe_counters(resume_dir).seed;
     if (!settings.runtime.seed_picked && settings.runtime.seed != recorded)
       logger.log_event({{"event", "warning"},

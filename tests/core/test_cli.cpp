@@ -500,6 +500,50 @@ class TestCli : public QObject {
     QVERIFY(QFileInfo::exists(dir.filePath("out/epoch_1/tunebench_checkpoint.json")));
   }
 
+  // Resume trusted the folder: a recipe_state.json saying global_step 1e6 was accepted, another recipe's or
+  // dtype's checkpoint failed deep in LibTorch. Each is now refused in one line naming the folder.
+  void resumeRefusesAFolderOfAnotherRun() {
+    QVERIFY2(tb::find_recipe("full_finetune_single_device"), "full_finetune_single_device is not built in");
+    QTemporaryDir dir;
+    QCOMPARE(run(tinyRun(dir.filePath("out"), {"epochs=1"})).code, 0);
+    const QString folder = dir.filePath("out/epoch_0");
+    auto edit = [](const QString& path, const QString& from, const QString& to) {
+      QFile f(path);
+      if (!f.open(QIODevice::ReadOnly)) return false;
+      QString text = QString::fromUtf8(f.readAll());
+      f.close();
+      const QRegularExpression re(from);
+      if (!text.contains(re)) return false;
+      text.replace(re, to);
+      return f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(text.toUtf8()) > 0;
+    };
+    auto resume = [&](const QStringList& extra = {}) {
+      return run(tinyRun(dir.filePath("out"), QStringList{"epochs=2", "resume_from_checkpoint=true"} + extra));
+    };
+    auto refusedWith = [](const Result& r, const QString& words) {
+      return r.code != 0 && r.err.contains(words) && r.err.contains("cannot resume from") && !r.err.contains("Exception raised");
+    };
+
+    const Result bf16 = resume({"dtype=bf16"});
+    QVERIFY2(refusedWith(bf16, "it was trained in fp32, this config says dtype bf16"), qPrintable(bf16.err));
+
+    const QString state = folder + "/recipe_state.json";
+    QVERIFY(QFile::copy(state, state + ".bak"));
+    QVERIFY(edit(state, R"("global_step": \d+)", R"("global_step": 1e6)"));
+    const Result step = resume();
+    QVERIFY2(refusedWith(step, "global_step 1000000, its manifest step"), qPrintable(step.err));
+    QVERIFY(QFile::remove(state) && QFile::rename(state + ".bak", state));
+
+    const QString manifest = folder + "/tunebench_checkpoint.json";
+    QVERIFY(edit(manifest, R"("recipe": "full_finetune_single_device")", R"("recipe": "lora_finetune_single_device")"));
+    const Result recipe = resume();
+    QVERIFY2(refusedWith(recipe, "it was written by lora_finetune_single_device, this run is full_finetune_single_device"),
+             qPrintable(recipe.err));
+    QVERIFY(edit(manifest, R"("recipe": "lora_finetune_single_device")", R"("recipe": "full_finetune_single_device")"));
+    const Result ok = resume();
+    QVERIFY2(ok.code == 0, qPrintable(ok.err));
+  }
+
   // SIGKILL (no handler runs) while a checkpoint is being written: every checkpoint folder is complete
   // or absent, the newest complete one resumes, and the next save clears what the dead run left.
   void killDuringSaveLeavesALoadableCheckpoint() {
