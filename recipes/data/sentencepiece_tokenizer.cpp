@@ -2,11 +2,21 @@
 
 #include <stdexcept>
 
+#include "config/regular_file.h"
 #include "data/sentencepiece_library.h"
 
 namespace tb::data {
 
 namespace {
+
+// SentencePiece's own words for a file that is not a model name its source line and protobuf call
+// ("Internal: ./src/sentencepiece_processor.cc(1101) [model_proto->ParseFromArray(...)]"): said plainly.
+std::string load_error(const std::string& what, const std::string& path) {
+  if (what.find("ParseFromArray") != std::string::npos || what.find("ParseFromString") != std::string::npos)
+    return path + ": not a SentencePiece model (tokenizer.model): its bytes do not parse as one";
+  return what;
+}
+
 // Checked before the model is loaded, so that a bad option cannot leak it.
 void check(const SentencePieceOptions& options) {
   if (options.truncation_type != "left" && options.truncation_type != "right")
@@ -19,10 +29,12 @@ void check(const SentencePieceOptions& options) {
 std::shared_ptr<SentencePieceTokenizer> SentencePieceTokenizer::from_file(const std::string& path,
                                                                            const SentencePieceOptions& options) {
   check(options);
+  // A folder or a FIFO: refused before SentencePiece reads it ("Is a directory", or a wait forever).
+  if (const auto what = config::not_a_regular_file(path)) throw std::runtime_error(path + ": " + *what);
   const auto& lib = SentencePieceLibrary::get();
   char* error = nullptr;
   tb_spm_model* model = lib.load_file(path.c_str(), &error);
-  if (!model) throw std::runtime_error(lib.take_error(error));
+  if (!model) throw std::runtime_error(load_error(lib.take_error(error), path));
   return std::shared_ptr<SentencePieceTokenizer>(new SentencePieceTokenizer(model, options));
 }
 
@@ -32,7 +44,7 @@ std::shared_ptr<SentencePieceTokenizer> SentencePieceTokenizer::from_bytes(const
   const auto& lib = SentencePieceLibrary::get();
   char* error = nullptr;
   tb_spm_model* model = lib.load_bytes(serialized_model.data(), serialized_model.size(), &error);
-  if (!model) throw std::runtime_error(lib.take_error(error));
+  if (!model) throw std::runtime_error(load_error(lib.take_error(error), "the tokenizer's model bytes"));
   return std::shared_ptr<SentencePieceTokenizer>(new SentencePieceTokenizer(model, options));
 }
 

@@ -189,6 +189,26 @@ print(json.dumps(out))
       QVERIFY2(QString(e.what()).contains("no/such/tokenizer.model"), e.what());
     }
     QVERIFY_THROWS_EXCEPTION(std::runtime_error, SentencePieceTokenizer::from_bytes("not a model"));
+    // A file that is not a model, and a folder: said plainly, not as SentencePiece's protobuf call or
+    // "basic_filebuf::underflow ... Is a directory".
+    QTemporaryDir dir;
+    const QString junk = dir.filePath("tokenizer.model");
+    QFile out(junk);
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    out.write(QByteArray(1000, '\x7f'));
+    out.close();
+    const auto message = [](const std::string& path) {
+      try {
+        SentencePieceTokenizer::from_file(path);
+      } catch (const std::runtime_error& e) {
+        return QString(e.what());
+      }
+      return QString("(loaded)");
+    };
+    const QString bad = message(junk.toStdString());
+    QVERIFY2(bad == junk + ": not a SentencePiece model (tokenizer.model): its bytes do not parse as one", qPrintable(bad));
+    const QString folder = message(dir.path().toStdString());
+    QVERIFY2(folder.startsWith(dir.path() + ": is a folder"), qPrintable(folder));
   }
 
   void torchAndTokenizerInOneProcess() {
