@@ -175,6 +175,13 @@ BpeModel::BpeModel(BpeModel&& o) noexcept
 void BpeModel::add_vocab(const std::vector<std::pair<std::string, uint32_t>>& vocab) {
   cache_id_ = next_cache_id.fetch_add(2);
   vocab_.reserve(vocab.size());
+  // Ids index a table: one far past the entries (2,000,000,000 in a three-token file) would allocate
+  // gigabytes. Vocabularies number their tokens 0..N-1, with small gaps at most.
+  const uint64_t id_limit = 2 * uint64_t(vocab.size() + id_to_token_.size()) + 65536;
+  for (const auto& [token, id] : vocab)
+    if (id >= id_limit)
+      throw std::out_of_range("the vocabulary gives '" + token + "' the id " + std::to_string(id) + ", far past its " +
+                                  std::to_string(vocab.size()) + " entries (ids run 0..N-1)");
   for (const auto& [token, id] : vocab) {
     vocab_.insert(token, id);
     if (id >= id_to_token_.size()) {

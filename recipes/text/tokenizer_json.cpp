@@ -301,6 +301,8 @@ class Reader {
     }
     try {
       return BpeModel(entries, merges, o);
+    } catch (const std::out_of_range& e) {  // an id far past the entries
+      throw TokenizerFileError(source_ + ": model.vocab: " + e.what());
     } catch (const std::invalid_argument& e) {
       const std::string what = e.what();  // "merges[i]: ..."
       const auto colon = what.find(':');

@@ -650,6 +650,12 @@ class TestTokenizerJson : public QObject {
                                                             {"special_tokens", json::object()}})
                                  << "t.json: post_processor.single[0]";
     QTest::newRow("no type") << with("normalizer", {{"lowercase", true}}) << "t.json: normalizer.type = null";
+    // An id that would size the id table at gigabytes (bad_alloc with no file named before).
+    json huge_id = model;
+    huge_id["vocab"]["far"] = 2000000000;
+    QTest::newRow("id far past the vocabulary")
+        << with("model", huge_id)
+        << "t.json: model.vocab: the vocabulary gives 'far' the id 2000000000, far past its 4 entries";
   }
   void refusalsNameTheField() {
     QFETCH(std::string, file);
