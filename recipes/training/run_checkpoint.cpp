@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 
 #include <algorithm>
 #include <chrono>
@@ -182,6 +183,34 @@ std::string find_resume_folder(const std::optional<std::string>& checkpoint_dir,
                            " holds no complete checkpoint (and checkpointer.checkpoint_dir is not one)");
 }
 
+namespace {
+
+std::string gib(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GiB", double(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return text;
+}
+
+uint64_t folder_bytes(const fs::path& folder) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(folder, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+    if (it->is_regular_file(ec)) total += it->file_size(ec);
+  return total;
+}
+
+}  // namespace
+
+std::optional<std::string> disk_space_warning(const std::string& dir, uint64_t bytes, const std::string& what) {
+  fs::path probe = fs::absolute(dir);
+  std::error_code ec;
+  while (!probe.empty() && !fs::exists(probe, ec)) probe = probe.parent_path();
+  const fs::space_info space = fs::space(probe, ec);
+  if (ec || space.available >= bytes) return std::nullopt;
+  return "output_dir " + dir + " has " + gib(space.available) + " free; " + what + " takes about " + gib(bytes) +
+         ": free some space or the save will fail";
+}
+
 std::string utc_timestamp() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};
@@ -206,7 +235,12 @@ nlohmann::json checkpoint_manifest(const config::Config& cfg, const std::string&
 
 std::string CheckpointWriter::write(const std::string& name, int64_t step, const nlohmann::json& manifest,
                                     const std::function<void(const std::string& folder)>& fill) {
+  // The disk is checked against the last checkpoint's size: a save that cannot fit is said before it starts.
+  if (last_bytes_ > 0)
+    if (const auto warning = disk_space_warning(output_dir_, last_bytes_, "the next checkpoint (as the last one)"))
+      logger_.log_event({{"event", "warning"}, {"message", *warning}});
   last_ = write_checkpoint_folder(output_dir_, name, fill, manifest);
+  last_bytes_ = folder_bytes(last_);
   logger_.log_event({{"event", "checkpoint"}, {"path", last_}, {"step", step}});
   if (keep_last_ > 0) remove_old_checkpoints();
   return last_;

@@ -49,6 +49,11 @@ std::string find_resume_folder(const std::optional<std::string>& checkpoint_dir,
 // manifest's. Throws std::runtime_error naming the folder and the first difference.
 void check_resumable(const std::string& folder, const config::Config& cfg, const std::string& dtype_name);
 
+// A warning when the file system holding `dir` (or its nearest existing parent) has less free space than
+// `bytes` ("output_dir /x has 1.2 GiB free; <what> takes about 2.4 GiB"); nullopt when it has enough or
+// the space cannot be read.
+std::optional<std::string> disk_space_warning(const std::string& dir, uint64_t bytes, const std::string& what);
+
 // "2026-12-02T15:04:05Z"
 std::string utc_timestamp();
 
@@ -66,6 +71,7 @@ class CheckpointWriter {
   std::string write(const std::string& name, int64_t step, const nlohmann::json& manifest,
                     const std::function<void(const std::string& folder)>& fill);
   const std::string& last() const { return last_; }
+  uint64_t last_bytes() const { return last_bytes_; }  // the size of the newest checkpoint written
   // checkpointer.keep_last_n_checkpoints: after each new checkpoint is complete, the oldest complete
   // ones beyond `n` are removed (0: keep all).
   void keep_last(int64_t n) { keep_last_ = n; }
@@ -76,6 +82,7 @@ class CheckpointWriter {
   std::string output_dir_;
   MetricLogger& logger_;
   std::string last_;
+  uint64_t last_bytes_ = 0;
   int64_t keep_last_ = 0;
 };
 

@@ -33,7 +33,17 @@ TrainingRun::TrainingRun(const config::Config& cfg, const config::Registry& regi
   step_options.activation_checkpointing = settings.activation_checkpointing;
   step_options.compile = settings.compile;
   step_ = make_train_step(model, registry.build<OptimizerFactory>(cfg.at("optimizer")), step_options, logger);
-  logger.log_event(memory_budget_event(*model, step_->optimizer(), step_->trainable()));
+  const nlohmann::json budget = memory_budget_event(*model, step_->optimizer(), step_->trainable());
+  logger.log_event(budget);
+  // A checkpoint holds the weights and the optimizer's states (to resume): a disk that cannot hold one
+  // is said now, not after the training.
+  if (budget.contains("memory")) {
+    const auto& m = budget["memory"];
+    const uint64_t checkpoint = m.value("frozen_bytes", uint64_t{0}) + m.value("trainable_bytes", uint64_t{0}) +
+                                m.value("optimizer_bytes", uint64_t{0});
+    if (const auto warning = disk_space_warning(settings.output_dir, checkpoint, "a checkpoint of this run"))
+      log_warning(logger, *warning);
+  }
 
   // The loop, its schedule (over the run's steps, from the configured learning rate) and where it resumes.
   loop_ = std::make_unique<TrainLoop>(settings.loop, loader_->batches_per_epoch(), logger, control);

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 
 #include <malloc.h>
 
@@ -13,6 +14,7 @@
 #include "training/memory.h"
 #include "models/loss.h"
 #include "training/optim.h"
+#include "training/run_checkpoint.h"
 
 class TestTrainingUtils : public QObject {
   Q_OBJECT
@@ -69,6 +71,20 @@ class TestTrainingUtils : public QObject {
     torch::optim::SGD sgd({w}, torch::optim::SGDOptions(0.1));
     tb::training::set_lr(sgd, 0.025);
     QCOMPARE(tb::training::current_lr(sgd), 0.025);
+  }
+
+  // The disk check before training and before each save: enough space says nothing; too little names the
+  // folder and both sizes, also for an output folder that does not exist yet (its parent's disk).
+  void diskSpaceIsCheckedAgainstWhatASaveTakes() {
+    QTemporaryDir dir;
+    const std::string out = dir.filePath("not/made/yet").toStdString();
+    QVERIFY(!tb::training::disk_space_warning(out, 1, "a checkpoint").has_value());
+    const uint64_t free = std::filesystem::space(dir.path().toStdString()).available;
+    const auto warning = tb::training::disk_space_warning(out, free + (uint64_t(1) << 40), "a checkpoint of this run");
+    QVERIFY(warning.has_value());
+    QVERIFY2(QString::fromStdString(*warning).startsWith("output_dir " + QString::fromStdString(out) + " has ") &&
+                 warning->find("a checkpoint of this run takes about") != std::string::npos,
+             warning->c_str());
   }
 
   void countsTensorStorage() {
