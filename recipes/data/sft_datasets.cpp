@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "data/text_datasets.h"
+
 namespace tb::data {
 namespace {
 
@@ -170,6 +172,8 @@ std::shared_ptr<InMemoryDataset> make_sft_dataset(const std::vector<Row>& rows, 
   for_each_row(rows, origin.skip_bad_rows, stats, [&](const Row& row) {
     std::vector<Message> messages = transform(row);
     validate_messages(messages, row);
+    for (Message& m : messages)
+      for (auto& part : m.content) part = usable_prefix(std::move(part), tokenizer);
     const TokenizedMessages tm = tokenizer.tokenize_messages(messages);
     Sample s;
     s.labels = shifted_labels(tm.tokens, tm.mask);

@@ -7,6 +7,17 @@
 
 namespace tb::data {
 
+std::string usable_prefix(std::string text, const Tokenizer& tokenizer) {
+  const auto n = tokenizer.max_seq_len();
+  if (!n || tokenizer.truncation_type() != "right" || *n <= 0) return text;
+  const size_t limit = size_t(*n) * kMaxBytesPerToken;
+  if (text.size() <= limit) return text;
+  size_t cut = limit;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+  text.resize(cut);
+  return text;
+}
+
 std::shared_ptr<InMemoryDataset> make_text_completion_dataset(const std::vector<Row>& rows, const std::string& column,
                                                               bool add_eos, const Tokenizer& tokenizer,
                                                               const DatasetOrigin& origin) {
@@ -14,7 +25,7 @@ std::shared_ptr<InMemoryDataset> make_text_completion_dataset(const std::vector<
   samples.reserve(rows.size());
   DatasetStats stats;
   for_each_row(rows, origin.skip_bad_rows, stats, [&](const Row& row) {
-    std::vector<int64_t> tokens = tokenizer.encode(string_column(row, column), true, add_eos);
+    std::vector<int64_t> tokens = tokenizer.encode(usable_prefix(string_column(row, column), tokenizer), true, add_eos);
     if (const auto n = tokenizer.max_seq_len(); n && static_cast<int64_t>(tokens.size()) > *n - 1) {
       tokens = truncate<int64_t>(tokens, *n - 1);
       ++stats.truncated;

@@ -16,6 +16,15 @@ namespace tb::data {
 
 class Tokenizer;
 
+// More bytes than any real tokenizer puts in one token on average (about 4 for English; long runs of
+// spaces in code tokenizers reach 16 or so).
+inline constexpr size_t kMaxBytesPerToken = 64;
+
+// The part of a document tokenizing can use when the tokenizer truncates on the right to max_seq_len:
+// the first max_seq_len * kMaxBytesPerToken bytes (cut at a UTF-8 character), the whole text otherwise.
+// A 100 MB line took 10.7 GB to tokenize for 128 tokens kept.
+std::string usable_prefix(std::string text, const Tokenizer& tokenizer);
+
 // torchtune's TextCompletionDataset: each document is BOS + text (+ EOS when add_eos), truncated to
 // max_seq_len - 1 tokens when the tokenizer has a max_seq_len (torchtune's rule; EOS is not forced),
 // every position trained. Bad rows as make_sft_dataset.
