@@ -3,6 +3,7 @@
 #   scripts/setup.sh run    install what is missing, build into build/, open the window on the embedded default
 #   scripts/setup.sh test   install what is missing, build into build/, run the whole CTest suite
 #   scripts/setup.sh build  install and build only
+#   scripts/setup.sh fuzz [SECONDS]  install clang-14 and libFuzzer, fuzz the parsers (scripts/fuzz.sh)
 # Idempotent: packages already present are not touched and the build is incremental.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -102,5 +103,9 @@ case "$mode" in
     install_missing "${packages[@]}" "${test_packages[@]}"; ensure_openblas; ensure_tokenizers_reference; ensure_llama_cpp_reference; build
     step "running the test suite"
     cd build && exec ctest --output-on-failure -j "$jobs" --timeout 1200 ;;
-  *) echo "usage: scripts/setup.sh run|test|build" >&2; exit 2 ;;
+  fuzz)
+    install_missing "${packages[@]}" clang-14 libclang-rt-14-dev
+    shift
+    exec scripts/fuzz.sh "$@" ;;
+  *) echo "usage: scripts/setup.sh run|test|build|fuzz" >&2; exit 2 ;;
 esac

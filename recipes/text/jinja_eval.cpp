@@ -307,8 +307,9 @@ Value Renderer::call_macro(const Stmt& macro, const std::shared_ptr<Frame>& defi
   std::vector<std::pair<Value, Value>> extra_keywords;
   Value call_caller = caller;
   for (const auto& [name, value] : args.keywords) {
+    const std::string& key = name;  // a structured binding cannot be captured before C++20 (clang refuses)
     const auto it =
-        std::find_if(macro.params.begin(), macro.params.end(), [&](const MacroParam& p) { return p.name == name; });
+        std::find_if(macro.params.begin(), macro.params.end(), [&](const MacroParam& p) { return p.name == key; });
     if (it == macro.params.end()) {
       if (name == "caller" && macro.uses_caller)
         call_caller = value;
