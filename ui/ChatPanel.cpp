@@ -65,10 +65,8 @@ ChatPanel::ChatPanel(ConfigDocument* document, QWidget* parent)
   threadContext_->moveToThread(thread_);
   thread_->start();
   connect(doc_, &ConfigDocument::changed, this, [this] {
-    if (source_->currentData().toString().isEmpty()) {
-      fillSources();
-      updateDefaults();
-    }
+    source_->setItemText(0, setupModelLabel());
+    if (source_->currentData().toString().isEmpty()) updateDefaults();
   });
   fillSources();
   updateDefaults();
@@ -233,7 +231,7 @@ void ChatPanel::fillSources() {
     if (source_->itemData(i, Qt::UserRole + 1).toBool()) extra << source_->itemData(i).toString();
   const QSignalBlocker block(source_);
   source_->clear();
-  source_->addItem("The setup's model (" + doc_->modelBaseName() + ", weights as the config loads them)", QString());
+  source_->addItem(setupModelLabel(), QString());
   QStringList listed;
   if (!outputDir_.isEmpty())
     for (const CheckpointEntry& e : scanCheckpoints(outputDir_)) {
@@ -250,6 +248,10 @@ void ChatPanel::fillSources() {
   const int index = source_->findData(current);
   source_->setCurrentIndex(index >= 0 ? index : 0);
   updateButtons();
+}
+
+QString ChatPanel::setupModelLabel() const {
+  return "The setup's model (" + doc_->modelBaseName() + ", weights as the config loads them)";
 }
 
 bool ChatPanel::chooseCheckpoint(const QString& path, QString* error) {
@@ -306,11 +308,11 @@ bool ChatPanel::configFor(int pane, tb::config::Config* config, QString* error) 
       options.recipe = tb::config::kExportVerb;
       options.registry = &tb::components::builtin();
       *config = loadedOrThrow(tb::config::load_text(doc_->text().toStdString(), doc_->displayName().toStdString(), options));
-    }
-    else if (pane == 0)
+    } else if (pane == 0) {
       *config = loadedOrThrow(tb::exporting::load_checkpoint_config(source.toStdString(), false));
-    else
+    } else {
       *config = loadedOrThrow(tb::exporting::load_checkpoint_base_config(source.toStdString()));
+    }
   } catch (const std::exception& e) {
     if (error) *error = QString::fromStdString(e.what());
     return false;
