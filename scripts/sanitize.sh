@@ -4,6 +4,9 @@
 # its allocations are still checked (ASan replaces malloc), its code is not. Leak reports are off
 # (LibTorch and Qt keep process-lifetime allocations); UBSan's vptr check is off (LibTorch's headers hold
 # classes without the RTTI it needs).
+# Known limit: the SentencePiece shim is loaded with RTLD_DEEPBIND (its protobuf 3.21 must not meet
+# LibTorch's 3.14), which ASan refuses; so every test that reads a tokenizer.model fails here for that
+# reason alone (25 of 55 at the time of writing; the other 30 pass).
 #   scripts/sanitize.sh [CTEST_ARGS...]   default: every test but the two that run whole models for minutes
 # Run scripts/setup.sh test once first (packages, the reference helpers).
 set -euo pipefail

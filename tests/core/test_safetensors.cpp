@@ -34,6 +34,7 @@ void write_raw(const std::string& path, const std::string& header, const std::st
 bool same_bytes(const torch::Tensor& a, const torch::Tensor& b) {
   if (a.scalar_type() != b.scalar_type() || a.sizes() != b.sizes()) return false;
   const auto ca = a.contiguous(), cb = b.contiguous();
+  if (ca.numel() == 0) return true;  // an empty tensor's data pointer may be null (memcmp must not see it)
   return std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.numel() * ca.element_size()) == 0;
 }
 
