@@ -273,15 +273,20 @@ bool ChatPanel::chooseCheckpoint(const QString& path, QString* error) {
 }
 
 // A model folder with its own tokenizer talks through its chat template; a model trained on
-// alpaca_dataset answers the Alpaca instruction; until the user picks a format.
+// alpaca_dataset answers the Alpaca instruction; until the user picks a format. The setup's components
+// come from the document (this runs on every setup edit), a checkpoint's from its manifest's config.
 void ChatPanel::updateDefaults() {
   if (formatTouched_) return;
-  tb::config::Config config;
-  QString ignored;
-  if (!configFor(0, &config, &ignored)) return;
-  const YAML::Node tokenizer = config.root["tokenizer"], dataset = config.root["dataset"];
-  const std::string tokenizerComponent = tokenizer.IsMap() && tokenizer["_component_"] ? tokenizer["_component_"].as<std::string>() : "";
-  const std::string datasetComponent = dataset.IsMap() && dataset["_component_"] ? dataset["_component_"].as<std::string>() : "";
+  std::string tokenizerComponent = doc_->scalar("tokenizer._component_").toStdString();
+  std::string datasetComponent = doc_->scalar("dataset._component_").toStdString();
+  if (!source_->currentData().toString().isEmpty()) {
+    tb::config::Config config;
+    QString ignored;
+    if (!configFor(0, &config, &ignored)) return;
+    const YAML::Node tokenizer = config.root["tokenizer"], dataset = config.root["dataset"];
+    tokenizerComponent = tokenizer.IsMap() && tokenizer["_component_"] ? tokenizer["_component_"].as<std::string>() : "";
+    datasetComponent = dataset.IsMap() && dataset["_component_"] ? dataset["_component_"].as<std::string>() : "";
+  }
   ChatFormat format = ChatFormat::Template;
   if (tokenizerComponent != "tunebench.data.hf_tokenizer" && datasetComponent.find("alpaca") != std::string::npos)
     format = ChatFormat::Alpaca;

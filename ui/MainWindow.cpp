@@ -43,6 +43,7 @@
 #include "TrainingController.h"
 #include "YamlEditor.h"
 #include "compile/machine_info.h"
+#include "config/overrides.h"
 #include "qcp.h"
 
 namespace tb::ui {
@@ -380,8 +381,7 @@ void MainWindow::updateTitle() {
 
 namespace {
 
-// A path as a YAML single-quoted scalar, for an override (": " or " #" in a folder name stays part of it).
-std::string yamlQuoted(const QString& path) { return "'" + QString(path).replace("'", "''").toStdString() + "'"; }
+std::string yamlQuoted(const QString& path) { return tb::config::yaml_quoted(path.toStdString()); }
 
 bool holdsARun(const QString& folder) {
   return QFileInfo(metricsFileOf(folder)).isFile() || !scanCheckpoints(folder).isEmpty();

@@ -61,21 +61,26 @@ std::pair<uint64_t, uint64_t> parse_meminfo(const std::string& text) {
 }
 
 MachineInfo machine_info() {
-  MachineInfo m;
-  cpu_set_t set;
-  m.cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : int(std::thread::hardware_concurrency());
+  // What cannot change while the process runs is read once (the window asks on every setup edit).
+  static const MachineInfo fixed = [] {
+    MachineInfo m;
+    cpu_set_t set;
+    m.cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : int(std::thread::hardware_concurrency());
+    m.aten_isa = aten_isa_name();
+    m.torch_version = TORCH_VERSION;
+#ifdef TB_HAVE_ONEDNN
+    m.onednn_isa = onednn_isa_name();
+    const dnnl_version_t* v = dnnl_version();
+    m.onednn_version = std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+#endif
+    return m;
+  }();
+  MachineInfo m = fixed;
   m.torch_threads = at::get_num_threads();
-  m.aten_isa = aten_isa_name();
   std::ifstream meminfo("/proc/meminfo");
   std::stringstream text;
   text << meminfo.rdbuf();
   std::tie(m.memory_total, m.memory_available) = parse_meminfo(text.str());
-  m.torch_version = TORCH_VERSION;
-#ifdef TB_HAVE_ONEDNN
-  m.onednn_isa = onednn_isa_name();
-  const dnnl_version_t* v = dnnl_version();
-  m.onednn_version = std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
-#endif
   return m;
 }
 

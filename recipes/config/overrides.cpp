@@ -3,6 +3,12 @@
 #include "config/suggest.h"
 
 namespace tb::config {
+
+std::string yaml_quoted(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
 namespace {
 
 Diagnostic override_error(const std::string& text, const std::string& message) {

@@ -18,6 +18,10 @@ namespace tb::config {
 // Applies `overrides` in order to `root` (a map). Problems go to `diags` as `override '...': message`.
 void apply_overrides(Node& root, const std::vector<std::string>& overrides, std::vector<Diagnostic>& diags);
 
+// `text` as a YAML single-quoted scalar, for the value side of an override: a path holding ": " or
+// " #" stays one string ("checkpointer.checkpoint_dir=" + yaml_quoted(dir)).
+std::string yaml_quoted(const std::string& text);
+
 // Splits a dotted path ("a.b.0.c"); empty when it has an empty segment.
 std::vector<std::string> split_dotted(const std::string& dotted);
 

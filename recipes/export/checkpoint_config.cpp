@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "components/builtin.h"
+#include "config/overrides.h"
 #include "config/registry.h"
 #include "training/run_checkpoint.h"
 
@@ -12,13 +13,6 @@ namespace tb::exporting {
 namespace fs = std::filesystem;
 
 namespace {
-
-// A path as a YAML single-quoted scalar, so that ": " or " #" in a folder name stays part of it.
-std::string yaml_quoted(const std::string& path) {
-  std::string out = "'";
-  for (char c : path) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
-}
 
 bool has_model_weights(const fs::path& dir) {
   std::error_code ec;
@@ -62,7 +56,7 @@ config::LoadResult load_checkpoint_config(const std::string& checkpoint_dir, boo
   if (adapter && !adapter_files)
     throw std::runtime_error(dir.string() + ": holds no LoRA adapter (adapter_model.safetensors) to export");
 
-  const std::string quoted = yaml_quoted(dir.string());
+  const std::string quoted = config::yaml_quoted(dir.string());
   std::vector<std::string> all;
   if (weights) all.push_back("checkpointer.checkpoint_dir=" + quoted);
   all.push_back(adapter || !weights ? "checkpointer.adapter_checkpoint=" + quoted
