@@ -21,6 +21,8 @@
 #include "config/schema.h"
 #include "config/suggest.h"
 #include "data/open_tokenizer.h"
+#include "distributed/launcher.h"
+#include "distributed/world.h"
 #include "export/checkpoint_config.h"
 #include "export/gguf_export.h"
 #include "inference/data_preview.h"
@@ -46,8 +48,10 @@ int fail(const std::string& reason) {
 
 // The run being executed, for the signal handler. A lock-free atomic store is async-signal-safe.
 std::atomic<tb::training::RunControl*> g_running{nullptr};
+std::atomic<bool> g_stop_requested{false};  // the launcher passes it on to its workers
 
 extern "C" void on_stop_signal(int) {
+  g_stop_requested.store(true);
   if (tb::training::RunControl* control = g_running.load()) control->stop.store(true);
   const char msg[] = "\ntunebench-cli: stopping after the current step...\n";
   ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
@@ -170,6 +174,11 @@ int cmd_validate(const std::string& config, const std::vector<std::string>& over
   return kOk;
 }
 
+bool is_distributed_recipe(const std::string& name) {
+  const std::string suffix = "_distributed";
+  return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 int cmd_run(const std::string& recipe_name, const std::string& config, const std::vector<std::string>& overrides) {
   const tb::RecipeInfo* recipe = tb::find_recipe(recipe_name);
   if (!recipe) {
@@ -181,11 +190,25 @@ int cmd_run(const std::string& recipe_name, const std::string& config, const std
   auto cfg = load(config, overrides, recipe_name, true);
   if (!cfg) return kUserError;
 
+  // A worker of a multi-process run other than rank 0 neither locks the output folder nor writes the log
+  // (rank 0 does both); it says on stderr only that it failed, and why.
+  int rank = 0;
+  if (is_distributed_recipe(recipe_name)) try {
+      if (const auto world = tb::distributed::world_from_environment()) rank = world->rank;
+    } catch (const std::exception& e) {
+      return fail(e.what());
+    }
   std::unique_ptr<tb::training::OutputDirLock> lock;  // before the log opens: one run per output_dir
   std::unique_ptr<tb::training::FanOutLogger> logger;
   try {
-    lock = std::make_unique<tb::training::OutputDirLock>(tb::config::setting_string(*cfg, "output_dir"));
-    logger = tb::training::make_metric_logger(*cfg, tb::components::builtin());
+    if (rank == 0) {
+      lock = std::make_unique<tb::training::OutputDirLock>(tb::config::setting_string(*cfg, "output_dir"));
+      logger = tb::training::make_metric_logger(*cfg, tb::components::builtin());
+    } else {
+      logger = std::make_unique<tb::training::FanOutLogger>();
+      logger->add(std::make_shared<tb::training::StdoutLogger>(std::cerr));
+      logger->set_log_level(tb::training::LogLevel::Error);  // rank 0 says the rest
+    }
   } catch (const std::exception& e) {
     return fail(e.what());
   }
@@ -205,7 +228,58 @@ int cmd_run(const std::string& recipe_name, const std::string& config, const std
   g_running.store(nullptr);
   logger->flush();
   if (result.status == tb::training::RunStatus::Failed)
-    return fail("run failed: " + (result.message.empty() ? std::string("(no reason given)") : result.message));
+    return fail((rank > 0 ? "rank " + std::to_string(rank) + ": " : std::string()) + "run failed: " +
+                (result.message.empty() ? std::string("(no reason given)") : result.message));
+  return kOk;
+}
+
+struct LaunchArgs {
+  int nproc_per_node = 0;  // 0: no launcher, this process runs the recipe
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;
+  std::string rdzv_endpoint;  // host:port, as torchrun's
+  int timeout_s = 1800;
+};
+
+// `run --nproc-per-node N`: N workers of this program on this machine, each running the recipe as one
+// rank (distributed/launcher.h). The config is checked here first, so its errors are said once.
+int cmd_launch(const std::string& recipe_name, const std::string& config, const std::vector<std::string>& overrides,
+               LaunchArgs launch) {
+  if (!is_distributed_recipe(recipe_name))
+    return fail("--nproc-per-node runs a distributed recipe (full_finetune_distributed, lora_finetune_distributed), not " +
+                recipe_name);
+  if (!load(config, overrides, recipe_name, true)) return kUserError;
+  tb::distributed::LaunchOptions options;
+  options.nproc_per_node = launch.nproc_per_node;
+  options.nnodes = launch.nnodes;
+  options.node_rank = launch.node_rank;
+  options.master_addr = launch.master_addr;
+  options.master_port = launch.master_port;
+  options.timeout_s = launch.timeout_s;
+  if (!launch.rdzv_endpoint.empty()) {
+    const auto colon = launch.rdzv_endpoint.rfind(':');
+    if (colon == std::string::npos || colon == 0) return fail("--rdzv-endpoint must be HOST:PORT, got '" + launch.rdzv_endpoint + "'");
+    options.master_addr = launch.rdzv_endpoint.substr(0, colon);
+    try {
+      options.master_port = std::stoi(launch.rdzv_endpoint.substr(colon + 1));
+    } catch (const std::exception&) {
+      return fail("--rdzv-endpoint must be HOST:PORT, got '" + launch.rdzv_endpoint + "'");
+    }
+  }
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return fail("cannot find this program to start its workers: " + ec.message());
+  options.worker_argv = {self.string(), "run", recipe_name, "--config", config};
+  options.worker_argv.insert(options.worker_argv.end(), overrides.begin(), overrides.end());
+  try {
+    const auto result = tb::distributed::launch(options, g_stop_requested,
+                                                [](const std::string& line) { std::cerr << "tunebench-cli: " << line << "\n"; });
+    if (result.exit_code != 0) return fail("run failed: " + result.message);
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
   return kOk;
 }
 
@@ -488,6 +562,7 @@ struct Args {
   std::string checkpoint;
   size_t preview_samples = 3;
   bool json = false;
+  LaunchArgs launch;
 };
 
 void add_overrides(CLI::App* cmd, Args& a) {
@@ -517,6 +592,17 @@ int run_cli(int argc, char** argv) {
   run->add_option("recipe", a.recipe, "recipe name (see ls)")->required();
   run->add_option("--config", a.config, "bundled config name or YAML file")->required();
   add_overrides(run, a);
+  run->add_option("--nproc-per-node", a.launch.nproc_per_node,
+                  "start this many workers on this machine, one rank each (a *_distributed recipe)")
+      ->check(CLI::Range(1, 1024));
+  run->add_option("--nnodes", a.launch.nnodes, "machines in the run")->capture_default_str()->check(CLI::Range(1, 65536));
+  run->add_option("--node-rank", a.launch.node_rank, "this machine's place among them (0 hosts the rendezvous)")
+      ->capture_default_str();
+  run->add_option("--master-addr", a.launch.master_addr, "address of machine 0")->capture_default_str();
+  run->add_option("--master-port", a.launch.master_port, "its rendezvous port (default: a free one on one machine, 29500 across machines)");
+  run->add_option("--rdzv-endpoint", a.launch.rdzv_endpoint, "HOST:PORT, instead of --master-addr and --master-port");
+  run->add_option("--dist-timeout", a.launch.timeout_s,
+                  "seconds a worker waits for a silent peer before the run fails")->capture_default_str()->check(CLI::Range(1, 86400));
 
   CLI::App* eval = app.add_subcommand("eval", "evaluate a model: mean loss, perplexity and tokens over a dataset");
   eval->add_option("--config", a.config, "bundled config name or YAML file")->required();
@@ -623,6 +709,7 @@ int run_cli(int argc, char** argv) {
   if (*ls) return cmd_ls();
   if (*cp) return cmd_cp(a.source, a.destination, a.force);
   if (*validate) return cmd_validate(a.config, a.overrides, a.recipe, !a.no_components);
+  if (*run && a.launch.nproc_per_node > 0) return cmd_launch(a.recipe, a.config, a.overrides, a.launch);
   if (*run) return cmd_run(a.recipe, a.config, a.overrides);
   if (*eval) return cmd_eval(a.config, a.overrides);
   if (*generate) return cmd_generate(a.config, a.overrides, a.generate);

@@ -8,12 +8,18 @@ using training::RunResult;
 
 RunResult run_full_finetune_single_device(const config::Config&, MetricLogger&, RunControl&);
 RunResult run_lora_finetune_single_device(const config::Config&, MetricLogger&, RunControl&);
+RunResult run_full_finetune_distributed(const config::Config&, MetricLogger&, RunControl&);
+RunResult run_lora_finetune_distributed(const config::Config&, MetricLogger&, RunControl&);
 
 const std::vector<RecipeInfo>& recipes() {
   static const std::vector<RecipeInfo> all = {
       {"full_finetune_single_device", "full fine-tune: every weight trains", run_full_finetune_single_device},
       {"lora_finetune_single_device", "LoRA / QLoRA: the base stays frozen, low-rank adapters train",
        run_lora_finetune_single_device},
+      {"full_finetune_distributed", "full fine-tune, data parallel over processes (--nproc-per-node, torchrun)",
+       run_full_finetune_distributed},
+      {"lora_finetune_distributed", "LoRA / QLoRA, data parallel over processes (--nproc-per-node, torchrun)",
+       run_lora_finetune_distributed},
   };
   return all;
 }

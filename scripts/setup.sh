@@ -13,7 +13,8 @@ jobs=${TUNEBENCH_JOBS:-$(nproc)}
 
 # Build and run-time dependencies (DESIGN.md). libopenblas0-openmp makes OpenBLAS the BLAS in use;
 # Debian's reference BLAS is ~40x slower at matrix products. libdnnl-dev: the headers of the oneDNN
-# LibTorch already links, for the compile backend's matrix products.
+# LibTorch already links, for the compile backend's matrix products. libgloo-dev: the headers of the Gloo
+# LibTorch links, which c10d's ProcessGroupGloo.hpp includes (the distributed recipes).
 packages=(
   build-essential cmake pkg-config
   libtorch-dev libopenblas0-openmp libdnnl-dev
@@ -22,6 +23,7 @@ packages=(
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libsentencepiece-dev sentencepiece
   libonig-dev libutf8proc-dev
+  libgloo-dev
 )
 # The tests compare against independent references: PyTorch's Python front end, SentencePiece's,
 # Jinja2 (the renderer transformers uses for chat templates) and CRC-32C (TensorBoard's record checksums).

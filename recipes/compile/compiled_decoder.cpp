@@ -89,6 +89,18 @@ nlohmann::json CompilePlan::to_json() const {
   return {{"ce_chunk_rows", ce_chunk_rows}, {"attn_block", attn_block}, {"gemm", gemm_backend_name(gemm)}};
 }
 
+std::optional<CompilePlan> CompilePlan::from_json(const nlohmann::json& j) {
+  if (!j.is_object()) return std::nullopt;
+  CompilePlan plan;
+  plan.ce_chunk_rows = j.value("ce_chunk_rows", int64_t{0});
+  plan.attn_block = j.value("attn_block", int64_t{0});
+  const auto gemm = parse_gemm_backend(j.value("gemm", ""));
+  if (plan.ce_chunk_rows < 1 || plan.attn_block < 1 || !gemm) return std::nullopt;
+  if (*gemm == GemmBackend::onednn && !onednn_available()) return std::nullopt;  // a plan of another build
+  plan.gemm = *gemm;
+  return plan;
+}
+
 CompiledDecoderImpl::CompiledDecoderImpl(models::TransformerDecoder original) : orig_(std::move(original)) {
   register_module("_orig_mod", orig_);
 }
@@ -154,14 +166,7 @@ std::optional<CompilePlan> load_cached_plan(const std::string& key) {
   if (!in) return std::nullopt;
   const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || j.value("key", "") != key || !j.contains("plan")) return std::nullopt;  // another key's hash
-  CompilePlan plan;
-  plan.ce_chunk_rows = j["plan"].value("ce_chunk_rows", int64_t{0});
-  plan.attn_block = j["plan"].value("attn_block", int64_t{0});
-  const auto gemm = parse_gemm_backend(j["plan"].value("gemm", ""));
-  if (plan.ce_chunk_rows < 1 || plan.attn_block < 1 || !gemm) return std::nullopt;
-  if (*gemm == GemmBackend::onednn && !onednn_available()) return std::nullopt;  // a plan of another build
-  plan.gemm = *gemm;
-  return plan;
+  return CompilePlan::from_json(j["plan"]);
 }
 
 void store_plan(const std::string& key, const CompilePlan& plan) {
@@ -185,6 +190,7 @@ nlohmann::json WarmupReport::event() const {
                       {"cache_hit", cache_hit},        {"fallback", fallback},
                       {"loss_rel_diff", loss_rel_diff}, {"grad_rel_diff", grad_rel_diff}};
   if (!reason.empty()) e["reason"] = reason;
+  if (plan_given) e["plan_given"] = true;
   if (!plan.is_null()) e["plan"] = plan;
   e["eager_pieces"] = eager;
   return e;
@@ -314,7 +320,7 @@ std::optional<std::string> unsupported_device_reason(const torch::Device& device
 }
 
 WarmupReport warm_up(CompiledDecoderImpl& compiled, const data::TensorBatch& batch, const models::LossSpec& spec,
-                     const std::vector<torch::Tensor>& params, double tolerance) {
+                     const std::vector<torch::Tensor>& params, double tolerance, const CompilePlan* given) {
   const auto start = Clock::now();
   WarmupReport report;
   auto& model = *compiled.orig_mod();
@@ -340,7 +346,10 @@ WarmupReport warm_up(CompiledDecoderImpl& compiled, const data::TensorBatch& bat
   // The plan.
   const auto dtype = model.tok_embeddings->weight.scalar_type();
   const std::string key = plan_cache_key(model.args(), dtype, batch.tokens.size(0), batch.tokens.size(1));
-  if (auto cached = load_cached_plan(key)) {
+  if (given) {
+    compiled.plan = *given;
+    report.plan_given = true;
+  } else if (auto cached = load_cached_plan(key)) {
     compiled.plan = *cached;
     report.cache_hit = true;
   } else {

@@ -29,6 +29,8 @@ struct CompilePlan {
   int64_t attn_block = 128;      // queries (and keys) per tile of the fused causal attention
   GemmBackend gemm = GemmBackend::aten;  // who computes the step's matrix products (compile/gemm.h)
   nlohmann::json to_json() const;
+  // Inverse of to_json; nullopt for JSON that is not a plan this build can run.
+  static std::optional<CompilePlan> from_json(const nlohmann::json& j);
 };
 
 class CompiledDecoderImpl : public torch::nn::Module {
@@ -75,6 +77,7 @@ struct WarmupReport {
   bool fallback = false;        // the fused step disagreed with eager: the run continues eager
   std::string reason;           // why it fell back
   bool cache_hit = false;
+  bool plan_given = false;      // the plan was handed in (rank 0's), neither cached nor tuned here
   double seconds = 0;           // the whole warm-up: tuning (unless cached) and both passes
   double loss_rel_diff = 0;     // |fused - eager| / |eager| of the first batch's loss
   double grad_rel_diff = 0;     // the largest relative difference of a parameter's gradient norm
@@ -89,7 +92,8 @@ struct WarmupReport {
 // gradients of the path it kept in `params`. On a device without a backend
 // (unsupported_device_reason) it runs only the eager step and reports a fallback. TUNEBENCH_COMPILE_FORCE_MISMATCH=1 forces a mismatch
 // (for tests of the fallback).
+// `given`: the plan to run instead of the cache's or a tuned one (a data-parallel run's ranks run rank 0's).
 WarmupReport warm_up(CompiledDecoderImpl& compiled, const data::TensorBatch& batch, const models::LossSpec& spec,
-                     const std::vector<torch::Tensor>& params, double tolerance);
+                     const std::vector<torch::Tensor>& params, double tolerance, const CompilePlan* given = nullptr);
 
 }  // namespace tb::compile

@@ -4,6 +4,7 @@
 #include "config/schema.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 #include <thread>
 
@@ -57,10 +58,22 @@ KeySpec list_ok(KeySpec k) {
   return k;
 }
 
-std::string hardware_threads() { return std::to_string(std::max(1u, std::thread::hardware_concurrency())); }
+// Every core, shared among the workers of a multi-process run on this machine (torchrun's
+// LOCAL_WORLD_SIZE, else WORLD_SIZE): each worker's default is its part.
+std::string hardware_threads() {
+  int workers = 1;
+  for (const char* name : {"LOCAL_WORLD_SIZE", "WORLD_SIZE"})
+    if (const char* text = std::getenv(name); text && *text) {
+      workers = std::max(1, std::atoi(text));
+      break;
+    }
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::to_string(std::max(1, cores / workers));
+}
 
 std::vector<KeySpec> build_schema() {
   using T = ArgType;
+  const std::vector<std::string> kDistributed = {kFullDistributedRecipe, kLoraDistributedRecipe};
   std::vector<KeySpec> keys = {
       // ---- components --------------------------------------------------------------------------------------
       //        key               kind             need
@@ -94,7 +107,7 @@ std::vector<KeySpec> build_schema() {
       value("low_cpu_ram",                           T::Bool,  kOptional, "false", "torchtune: QLoRA saves through a memory map to spare RAM; here every save makes the merged weights one tensor at a time, so true and false both get that"),
       one_of(value(  "collate_fn",                   T::String,kOptional, "",      "how samples become a batch: torchtune.data.padded_collate_sft (padded, labels -100)"),
              {"torchtune.data.padded_collate_sft", "padded_collate_sft"}),
-      nullable(at_least(value("num_threads",         T::Int,   kOptional, "",      "intra-op threads; default: the number of cores"), 1)),
+      nullable(at_least(value("num_threads",         T::Int,   kOptional, "",      "intra-op threads; default: the number of cores (divided among the workers of a multi-process run)"), 1)),
 
       // ---- logging and checkpoints -------------------------------------------------------------------------
       at_least(value("log_every_n_steps",            T::Int,   kOptional, "1",     "log metrics every n optimizer steps"), 1),
@@ -104,7 +117,12 @@ std::vector<KeySpec> build_schema() {
       value(         "output_dir",                   T::Path,  kRequired, "",      "checkpoints and logs/metrics.jsonl go here"),
       value(         "resume_from_checkpoint",       T::Bool,  kOptional, "false", "continue from the checkpoint in checkpointer.checkpoint_dir"),
       nullable(at_least(value("save_every_n_steps",  T::Int,   kOptional, "null",  "also checkpoint every n steps; 0 or null = at epoch ends only"), 0)),
-      only_for(value("save_adapter_weights_only",    T::Bool,  kOptional, "false", "save only the LoRA adapter"), {kLoraFinetuneRecipe}),
+      only_for(value("save_adapter_weights_only",    T::Bool,  kOptional, "false", "save only the LoRA adapter"), {kLoraFinetuneRecipe, kLoraDistributedRecipe}),
+
+      // ---- torchtune's distributed configs (FSDP): data parallel here replicates the model on each rank ----
+      only_for(no_effect(value("fsdp_cpu_offload",   T::Bool,  kOptional, "false", "accepted, no effect (data parallel: every rank holds the model)")), kDistributed),
+      only_for(no_effect(value("fsdp_reshard_after_forward", T::Bool, kOptional, "true", "accepted, no effect (data parallel: nothing is sharded)")), kDistributed),
+      only_for(no_effect(value("custom_sharded_layers", T::StringList, kOptional, "", "accepted, no effect (data parallel: nothing is sharded)")), kDistributed),
   };
   for (KeySpec& k : keys)
     if (k.value.name == "num_threads") k.computed_default = hardware_threads;
@@ -136,7 +154,9 @@ const KeySpec* find_key(const std::string& name) {
   return nullptr;
 }
 
-std::vector<std::string> schema_recipes() { return {kFullFinetuneRecipe, kLoraFinetuneRecipe}; }
+std::vector<std::string> schema_recipes() {
+  return {kFullFinetuneRecipe, kLoraFinetuneRecipe, kFullDistributedRecipe, kLoraDistributedRecipe};
+}
 
 namespace {
 

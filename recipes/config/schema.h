@@ -15,6 +15,8 @@ namespace tb::config {
 
 inline const char* const kFullFinetuneRecipe = "full_finetune_single_device";
 inline const char* const kLoraFinetuneRecipe = "lora_finetune_single_device";
+inline const char* const kFullDistributedRecipe = "full_finetune_distributed";
+inline const char* const kLoraDistributedRecipe = "lora_finetune_distributed";
 // Not a recipe: what `eval` and `generate` validate against (the training keys become optional).
 inline const char* const kInferenceVerbs = "eval";
 // Not a recipe: what `export` validates a config against: every recipe's keys are accepted (a training

@@ -43,31 +43,50 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
   if (!dataset_) throw std::invalid_argument("DataLoader: no dataset");
   if (options_.batch_size < 1)
     throw std::invalid_argument("batch_size must be at least 1, got " + std::to_string(options_.batch_size));
+  if (options_.world_size < 1 || options_.rank < 0 || options_.rank >= options_.world_size)
+    throw std::invalid_argument("DataLoader: rank " + std::to_string(options_.rank) + " of " +
+                                std::to_string(options_.world_size));
   if (dataset_->size() == 0) throw std::invalid_argument("the dataset has no samples: " + dataset_->description());
-  if (options_.drop_last && static_cast<int64_t>(dataset_->size()) < options_.batch_size)
-    throw std::invalid_argument("the dataset has " + std::to_string(dataset_->size()) +
-                                " samples, fewer than batch_size " + std::to_string(options_.batch_size) +
+  if (options_.drop_last && samples_per_epoch() < options_.batch_size)
+    throw std::invalid_argument("the dataset has " + std::to_string(dataset_->size()) + " samples" +
+                                (options_.world_size > 1 ? ", " + std::to_string(samples_per_epoch()) + " per process," : "") +
+                                " fewer than batch_size " + std::to_string(options_.batch_size) +
                                 " (with drop_last no batch would be left)");
 }
 
-int64_t DataLoader::batches_per_epoch() const {
+int64_t DataLoader::samples_per_epoch() const {
   const auto n = static_cast<int64_t>(dataset_->size());
+  return (n + options_.world_size - 1) / options_.world_size;
+}
+
+int64_t DataLoader::batches_per_epoch() const {
+  const int64_t n = samples_per_epoch();
   return options_.drop_last ? n / options_.batch_size : (n + options_.batch_size - 1) / options_.batch_size;
 }
 
 std::vector<int64_t> DataLoader::epoch_order(int64_t epoch) const {
   const auto n = static_cast<int64_t>(dataset_->size());
   std::vector<int64_t> order(static_cast<size_t>(n));
+  // DistributedSampler's split: pad with the order's own start to a multiple of the ranks, then every
+  // world_size-th index from this rank.
+  auto shard = [this](const std::vector<int64_t>& all) {
+    if (options_.world_size == 1) return all;
+    std::vector<int64_t> mine;
+    const int64_t padded = samples_per_epoch() * options_.world_size;
+    for (int64_t i = options_.rank; i < padded; i += options_.world_size)
+      mine.push_back(all[static_cast<size_t>(i) % all.size()]);
+    return mine;
+  };
   if (!options_.shuffle) {
     std::iota(order.begin(), order.end(), int64_t{0});
-    return order;
+    return shard(order);
   }
   // The same generator and call as DistributedSampler: randperm(n) under manual_seed(seed + epoch).
   auto generator = at::make_generator<at::CPUGeneratorImpl>(options_.seed + static_cast<uint64_t>(epoch));
   const auto perm = torch::randperm(n, generator, torch::TensorOptions().dtype(torch::kLong)).contiguous();
   const auto* p = perm.data_ptr<int64_t>();
   std::copy(p, p + n, order.begin());
-  return order;
+  return shard(order);
 }
 
 const std::vector<int64_t>& DataLoader::cached_order(int64_t epoch) const {

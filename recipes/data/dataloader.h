@@ -40,6 +40,12 @@ struct DataLoaderOptions {
   bool drop_last = true;  // torchtune trains with drop_last=True
   int64_t pad_id = 0;
   int64_t pad_to_multiple_of = 1;
+  // Data parallel: this process reads shard `rank` of `world_size`, as DistributedSampler splits an
+  // epoch (the order padded with its own start to a multiple of world_size, then every world_size-th
+  // index from `rank`), so batch k of every rank together is batch k of one process at world_size times
+  // the batch size.
+  int64_t rank = 0;
+  int64_t world_size = 1;
 };
 
 // The next batch to produce: batch `batch_index` of epoch `epoch`.
@@ -58,7 +64,8 @@ class DataLoader {
   const Dataset& dataset() const { return *dataset_; }
   const DataLoaderOptions& options() const { return options_; }
 
-  // The permutation of dataset indices for an epoch (the identity without shuffling).
+  // The dataset indices this process reads in an epoch: the permutation (the identity without
+  // shuffling), or its shard of it.
   std::vector<int64_t> epoch_order(int64_t epoch) const;
   // Any batch, by position (does not move the cursor).
   Batch batch(int64_t epoch, int64_t batch_index) const;
@@ -72,6 +79,7 @@ class DataLoader {
 
  private:
   const std::vector<int64_t>& cached_order(int64_t epoch) const;
+  int64_t samples_per_epoch() const;  // this process's
 
   std::shared_ptr<const Dataset> dataset_;
   DataLoaderOptions options_;

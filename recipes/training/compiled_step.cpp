@@ -1,6 +1,7 @@
 #include "training/compiled_step.h"
 
 #include "compile/fused_adamw.h"
+#include "distributed/process_group.h"
 #include "compile/fused_kernels.h"
 #include "models/activation_checkpointing.h"
 
@@ -33,12 +34,23 @@ CompiledStep::CompiledStep(models::TransformerDecoder model, const OptimizerFact
 at::Tensor CompiledStep::warm_up(const data::TensorBatch& batch) {
   // fp32 sums agree to rounding; bf16 keeps 8 bits of mantissa.
   const double tolerance = model_->tok_embeddings->weight.scalar_type() == at::kFloat ? 1e-3 : 5e-2;
-  const auto report = compile::warm_up(*compiled_, batch, options_.loss, trainable_, tolerance);
+  // A data-parallel run computes the plan once: rank 0 chooses it, the other ranks run it.
+  distributed::ProcessGroup* group = options_.group;
+  std::optional<compile::CompilePlan> rank0_plan;
+  if (group && !group->is_main())
+    rank0_plan = compile::CompilePlan::from_json(nlohmann::json::parse(group->await("compile_plan"), nullptr, false));
+  const auto report = compile::warm_up(*compiled_, batch, options_.loss, trainable_, tolerance,
+                                       rank0_plan ? &*rank0_plan : nullptr);
+  if (group && group->is_main()) group->publish("compile_plan", report.plan.dump());
   events_.log_event(report.event());
-  if (report.fallback) {
+  std::string fallback = report.fallback ? report.reason : "";
+  // The ranks step alike: when one falls back, all do.
+  if (group && group->sum({report.fallback ? 1.0 : 0.0})[0] > 0 && !report.fallback)
+    fallback = "another rank's fused step disagreed with eager";
+  if (!fallback.empty()) {
     fused_ = false;
     if (fused_adamw_) fused_adamw_->set_fused(false);  // the fallen-back run steps as eager, bit for bit
-    events_.log_event({{"event", "warning"}, {"message", "compile: falling back to eager: " + report.reason}});
+    events_.log_event({{"event", "warning"}, {"message", "compile: falling back to eager: " + fallback}});
   }
   return report.loss_sum;  // its gradients are in place
 }

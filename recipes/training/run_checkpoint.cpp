@@ -134,14 +134,29 @@ std::optional<CheckpointInfo> newest_complete_checkpoint(const std::string& outp
   return best;
 }
 
-void check_resumable(const std::string& folder, const config::Config& cfg, const std::string& dtype_name) {
+namespace {
+
+// full_finetune_single_device and full_finetune_distributed train the same thing: "full_finetune".
+std::string recipe_kind(const std::string& recipe) {
+  for (const char* suffix : {"_single_device", "_distributed"}) {
+    const std::string s = suffix;
+    if (recipe.size() > s.size() && recipe.compare(recipe.size() - s.size(), s.size(), s) == 0)
+      return recipe.substr(0, recipe.size() - s.size());
+  }
+  return recipe;
+}
+
+}  // namespace
+
+void check_resumable(const std::string& folder, const config::Config& cfg, const std::string& dtype_name,
+                     int64_t world_size, int64_t batch_size) {
   const auto manifest = read_manifest(folder);
   if (!manifest) throw std::runtime_error("cannot resume from " + folder + ": it has no " + kManifestName);
   auto refuse = [&](const std::string& what) {
     throw std::runtime_error("cannot resume from " + folder + ": " + what);
   };
   const std::string recipe = manifest->value("recipe", std::string());
-  if (!cfg.recipe.empty() && !recipe.empty() && recipe != cfg.recipe)
+  if (!cfg.recipe.empty() && !recipe.empty() && recipe_kind(recipe) != recipe_kind(cfg.recipe))
     refuse("it was written by " + recipe + ", this run is " + cfg.recipe);
   const std::string dtype = manifest->value("dtype", std::string());
   if (!dtype.empty() && dtype != dtype_name) refuse("it was trained in " + dtype + ", this config says dtype " + dtype_name);
@@ -163,6 +178,15 @@ void check_resumable(const std::string& folder, const config::Config& cfg, const
         refuse("its model." + std::string(key) + " was " + (before.empty() ? "unset" : "'" + before + "'") +
                ", this config's is " + (now.empty() ? "unset" : "'" + now + "'"));
     }
+  }
+  // The data cursor counts global batches: it means the same place only at the same global batch.
+  const int64_t then_world = manifest->value("world_size", int64_t{0}), then_batch = manifest->value("batch_size", int64_t{0});
+  if (then_world > 0 && then_batch > 0 && then_world * then_batch != world_size * batch_size) {
+    const int64_t global = then_world * then_batch;
+    refuse("it was trained with " + std::to_string(then_world) + " process" + (then_world == 1 ? "" : "es") + " x batch_size " +
+           std::to_string(then_batch) + " (" + std::to_string(global) + " samples per micro-batch), this run has " +
+           std::to_string(world_size) + " x " + std::to_string(batch_size) +
+           (global % world_size == 0 ? "; set batch_size: " + std::to_string(global / world_size) : "; use a number of processes that divides " + std::to_string(global)));
   }
   const int64_t step = manifest->value("step", int64_t{-1});
   const RecipeState counters = read_recipe_counters(folder);
@@ -220,9 +244,11 @@ std::string utc_timestamp() {
   return buf;
 }
 
-nlohmann::json checkpoint_manifest(const config::Config& cfg, const std::string& recipe, int64_t step,
+nlohmann::json checkpoint_manifest(const config::Config& cfg, const std::string& recipe, int64_t world_size, int64_t step,
                                    int64_t epochs_run, double loss, const std::string& dtype, uint64_t seed) {
   return {{"step", step},
+          {"world_size", world_size},
+          {"batch_size", config::setting_int(cfg, "batch_size")},
           {"epoch", epochs_run},
           {"loss", std::isfinite(loss) ? nlohmann::json(loss) : nlohmann::json()},
           {"recipe", recipe},

@@ -44,10 +44,13 @@ std::optional<nlohmann::json> read_manifest(const std::string& folder);
 // manifest), else the newest complete checkpoint under output_dir. Throws when there is none.
 std::string find_resume_folder(const std::optional<std::string>& checkpoint_dir, const std::string& output_dir);
 
-// A checkpoint resumes only the run it belongs to: its manifest's recipe, model builder (and whether the
-// base is quantized), LoRA rank and dtype must be this config's, and its recipe_state.json's step the
-// manifest's. Throws std::runtime_error naming the folder and the first difference.
-void check_resumable(const std::string& folder, const config::Config& cfg, const std::string& dtype_name);
+// A checkpoint resumes only the run it belongs to: its manifest's recipe (single-device and distributed
+// of one kind are the same run), model builder (and whether the base is quantized), LoRA rank and dtype
+// must be this config's, its global batch (processes x batch_size, where it records one) this run's, and
+// its recipe_state.json's step the manifest's. Throws std::runtime_error naming the folder and the
+// first difference.
+void check_resumable(const std::string& folder, const config::Config& cfg, const std::string& dtype_name,
+                     int64_t world_size, int64_t batch_size);
 
 // A warning when the file system holding `dir` (or its nearest existing parent) has less free space than
 // `bytes` ("output_dir /x has 1.2 GiB free; <what> takes about 2.4 GiB"); nullopt when it has enough or
@@ -59,7 +62,8 @@ std::string utc_timestamp();
 
 // The manifest of a checkpoint folder (DESIGN.md): step, epoch, loss (null when not finite), recipe,
 // compile, dtype ("fp32", "bf16"), seed, time and the resolved config.
-nlohmann::json checkpoint_manifest(const config::Config& cfg, const std::string& recipe, int64_t step,
+// `world_size` processes of `batch_size` samples each made every micro-batch.
+nlohmann::json checkpoint_manifest(const config::Config& cfg, const std::string& recipe, int64_t world_size, int64_t step,
                                    int64_t epochs_run, double loss, const std::string& dtype, uint64_t seed);
 
 // A run's checkpoint folders: each written with write_checkpoint_folder, then announced to the logger

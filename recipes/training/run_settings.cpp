@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "config/schema.h"
+#include "distributed/process_group.h"
 #include "training/memory.h"
 #include "training/recipe_state.h"
 #include "training/run_checkpoint.h"
@@ -21,8 +22,12 @@ RunSettings read_run_settings(const config::Config& cfg) {
   s.clip_grad_norm = config::setting_optional_float(cfg, "clip_grad_norm").value_or(0.0);
   s.activation_checkpointing = config::setting_bool(cfg, "enable_activation_checkpointing");
   s.compile = config::setting_bool(cfg, "compile");
+  s.group = distributed::default_group();
   return s;
 }
+
+bool RunSettings::is_main() const { return !group || group->is_main(); }
+int RunSettings::world_size() const { return group ? group->size() : 1; }
 
 void log_info(MetricLogger& logger, const std::string& text) {
   logger.log_event({{"event", "info"}, {"message", text}});
@@ -76,7 +81,7 @@ void begin_run(RunSettings& settings, const config::Config& cfg, const std::stri
                     {"setup", setup_key(cfg)},
                     {"time", utc_timestamp()}});
   if (!resume_dir.empty()) {
-    check_resumable(resume_dir, cfg, settings.runtime.dtype_name());
+    check_resumable(resume_dir, cfg, settings.runtime.dtype_name(), settings.world_size(), settings.batch_size);
     const uint64_t recorded = read_recipe_counters(resume_dir).seed;
     if (!settings.runtime.seed_picked && settings.runtime.seed != recorded)
       logger.log_event({{"event", "warning"},
@@ -85,6 +90,16 @@ void begin_run(RunSettings& settings, const config::Config& cfg, const std::stri
                                         "; the resumed run keeps " + std::to_string(recorded)}});
     settings.runtime.seed = recorded;
     settings.runtime.seed_picked = false;
+  }
+  if (settings.group) {  // one seed for every rank: the same initial weights and data order
+    if (settings.group->is_main())
+      settings.group->publish("seed", std::to_string(settings.runtime.seed));
+    else
+      settings.runtime.seed = std::stoull(settings.group->await("seed"));
+    log_info(logger, "data parallel: rank " + std::to_string(settings.group->rank()) + " of " +
+                         std::to_string(settings.group->size()) + ", " + std::to_string(settings.batch_size) +
+                         " samples per rank and micro-batch (" +
+                         std::to_string(settings.batch_size * settings.group->size()) + " in all)");
   }
   apply_runtime(settings.runtime);
   install_memory_tracking();

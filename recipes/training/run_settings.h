@@ -9,6 +9,10 @@
 #include "training/runtime.h"
 #include "training/train_loop.h"
 
+namespace tb::distributed {
+class ProcessGroup;
+}
+
 namespace tb::training {
 
 struct RunSettings {
@@ -21,13 +25,18 @@ struct RunSettings {
   double clip_grad_norm = 0;  // 0: no clipping
   bool activation_checkpointing = false;
   bool compile = false;
+  // The data-parallel group this run is one rank of (distributed::default_group()); null: one process.
+  distributed::ProcessGroup* group = nullptr;
+  bool is_main() const;      // the rank that logs and writes checkpoints (rank 0, or the only process)
+  int world_size() const;    // 1 without a group
 };
 
 // Throws std::runtime_error with a one-line reason for values this build cannot honour.
 RunSettings read_run_settings(const config::Config& cfg);
 
 // The start of every run, before its model is built: a resumed run takes the seed its checkpoint
-// records (the run was started with it, perhaps picked for `seed: null`); then the runtime is applied
+// records (the run was started with it, perhaps picked for `seed: null`), the ranks of a group take rank
+// 0's (so `seed: null` draws one seed for all of them); then the runtime is applied
 // on this thread, tensor memory is counted, and the seed and any keys that have no effect here are
 // logged. `resume_dir` empty: a fresh run.
 void begin_run(RunSettings& settings, const config::Config& cfg, const std::string& resume_dir, MetricLogger& logger);

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "config/schema.h"
+#include "distributed/process_group.h"
 #include "training/memory.h"
 
 namespace tb::training {
@@ -86,6 +87,15 @@ RunResult TrainLoop::run(TrainStep& step, data::DataLoader& loader, const SaveCh
       running_tokens += batch->num_label_tokens();
       if ((batch_index + 1) % accumulation != 0) continue;
 
+      double loss_sum = running_loss.item<double>();
+      bool stop = control_.stop;
+      if (group_) {  // the step as one process would see it: every rank's loss and tokens
+        const auto totals = group_->sum({loss_sum, double(running_tokens), stop ? 1.0 : 0.0});
+        loss_sum = totals[0];
+        running_tokens = std::llround(totals[1]);
+        stop = totals[2] > 0;
+      }
+
       if (running_tokens == 0) {  // the loss would read 0.0000 and the step change nothing but weight decay
         result.status = RunStatus::Failed;
         result.message = "step " + std::to_string(global_step_ + 1) +
@@ -98,7 +108,7 @@ RunResult TrainLoop::run(TrainStep& step, data::DataLoader& loader, const SaveCh
       const double lr = current_lr(step.optimizer());
       apply_schedule(step.optimizer());
 
-      const double loss = running_loss.item<double>() * (1.0 / double(std::max<int64_t>(1, running_tokens)));
+      const double loss = loss_sum * (1.0 / double(std::max<int64_t>(1, running_tokens)));
       const double seconds = std::chrono::duration<double>(Clock::now() - step_start).count();
       last_loss_ = loss;
       cursor_ = loader.cursor();
@@ -128,7 +138,7 @@ RunResult TrainLoop::run(TrainStep& step, data::DataLoader& loader, const SaveCh
       if (options_.save_every_n_steps > 0 && global_step_ % options_.save_every_n_steps == 0)
         save("step_" + std::to_string(global_step_), epoch);
       wait_while_paused();  // returns at once when not paused, or when a stop arrives while paused
-      if (control_.stop) {
+      if (group_ ? stop : control_.stop.load()) {  // the ranks stop together, at the step they agreed on
         if (control_.save_on_stop) save("step_" + std::to_string(global_step_), epoch);
         result.status = RunStatus::Stopped;
         return result;

@@ -19,6 +19,10 @@
 #include "training/run_control.h"
 #include "training/train_step.h"
 
+namespace tb::distributed {
+class ProcessGroup;
+}
+
 namespace tb::training {
 
 struct LoopOptions {
@@ -46,6 +50,9 @@ class TrainLoop {
   void set_schedule(LrLambda schedule, double base_lr);
   // Traces the steps the profiler's schedule names (training/profiler_schedule.h); off by default.
   void set_profiler(ProfilerOptions options) { profiler_ = std::move(options); }
+  // Data parallel: each step's loss, tokens and stop request are summed over the group's ranks, so every
+  // rank logs the global loss, scales by the global tokens and stops at the same step.
+  void set_process_group(distributed::ProcessGroup* group) { group_ = group; }
   // Continues a run where its checkpoint's counters say.
   void resume_from(const RecipeState& state);
 
@@ -69,6 +76,7 @@ class TrainLoop {
   LrLambda schedule_;
   double base_lr_ = 0;
   ProfilerOptions profiler_;
+  distributed::ProcessGroup* group_ = nullptr;
   bool resumed_ = false;
   int64_t global_step_ = 0;
   int64_t epochs_run_ = 0;

@@ -7,6 +7,7 @@
 
 #include "models/activation_checkpointing.h"
 #include "training/compiled_step.h"
+#include "training/distributed_step.h"
 
 namespace tb::training {
 
@@ -55,8 +56,13 @@ void EagerStep::optimizer_step(int64_t tokens) {
 
 std::unique_ptr<TrainStep> make_train_step(models::TransformerDecoder model, const OptimizerFactory& optimizer,
                                            const StepOptions& options, MetricLogger& events) {
-  if (options.compile) return std::make_unique<CompiledStep>(std::move(model), optimizer, options, events);
-  return std::make_unique<EagerStep>(std::move(model), optimizer, options);
+  std::unique_ptr<TrainStep> step;
+  if (options.compile)
+    step = std::make_unique<CompiledStep>(std::move(model), optimizer, options, events);
+  else
+    step = std::make_unique<EagerStep>(std::move(model), optimizer, options);
+  if (options.group) step = std::make_unique<DistributedStep>(std::move(step), *options.group);
+  return step;
 }
 
 }  // namespace tb::training

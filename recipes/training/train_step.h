@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -16,6 +17,10 @@
 #include "training/metrics.h"
 #include "training/optim.h"
 
+namespace tb::distributed {
+class ProcessGroup;
+}
+
 namespace tb::training {
 
 struct StepOptions {
@@ -23,6 +28,9 @@ struct StepOptions {
   double clip_grad_norm = 0;  // 0: no clipping
   bool activation_checkpointing = false;
   bool compile = false;  // run the step through the compile backend
+  // Data parallel: the gradients are summed over this group's ranks before each optimizer step
+  // (training/distributed_step.h), and the compile warm-up's plan is rank 0's. Null: one process.
+  distributed::ProcessGroup* group = nullptr;
 };
 
 class TrainStep {
@@ -41,6 +49,8 @@ class TrainStep {
   virtual torch::optim::Optimizer& optimizer() = 0;
   // The parameters that train (those that require grad), in the model's order.
   virtual const std::vector<at::Tensor>& trainable() const = 0;
+  // What the step has to say when the run ends (time spent reducing gradients); empty: nothing.
+  virtual std::string summary() const { return {}; }
 };
 
 // The eager step: plain composed LibTorch ops, the honest baseline.

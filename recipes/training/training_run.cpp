@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "data/dataset.h"
+#include "distributed/process_group.h"
 #include "training/memory_budget.h"
 #include "training/recipe_state.h"
 
@@ -22,6 +23,10 @@ TrainingRun::TrainingRun(const config::Config& cfg, const config::Registry& regi
   loader_options.shuffle = settings.shuffle;
   loader_options.seed = settings.runtime.seed;
   loader_options.pad_id = tokenizer_->pad_id();
+  if (settings.group) {
+    loader_options.rank = settings.group->rank();
+    loader_options.world_size = settings.group->size();
+  }
   loader_ = std::make_unique<data::DataLoader>(dataset, loader_options);
   log_info(logger, dataset->description());
   for (const auto& warning : dataset->stats().warnings()) logger.log_event({{"event", "warning"}, {"message", "dataset: " + warning}});
@@ -32,6 +37,7 @@ TrainingRun::TrainingRun(const config::Config& cfg, const config::Registry& regi
   step_options.clip_grad_norm = settings.clip_grad_norm;
   step_options.activation_checkpointing = settings.activation_checkpointing;
   step_options.compile = settings.compile;
+  step_options.group = settings.group;
   step_ = make_train_step(model, registry.build<OptimizerFactory>(cfg.at("optimizer")), step_options, logger);
   const nlohmann::json budget = memory_budget_event(*model, step_->optimizer(), step_->trainable());
   logger.log_event(budget);
@@ -47,6 +53,7 @@ TrainingRun::TrainingRun(const config::Config& cfg, const config::Registry& regi
 
   // The loop, its schedule (over the run's steps, from the configured learning rate) and where it resumes.
   loop_ = std::make_unique<TrainLoop>(settings.loop, loader_->batches_per_epoch(), logger, control);
+  loop_->set_process_group(settings.group);
   if (cfg.has_component("lr_scheduler"))
     loop_->set_schedule(registry.build<LrScheduleFactory>(cfg.at("lr_scheduler"))(loop_->total_steps()),
                         current_lr(step_->optimizer()));
@@ -69,19 +76,21 @@ TrainingRun::TrainingRun(const config::Config& cfg, const config::Registry& regi
 }
 
 nlohmann::json TrainingRun::manifest(const std::string& recipe, int64_t epochs_run) const {
-  return checkpoint_manifest(cfg_, recipe, loop_->global_step(), epochs_run, loop_->last_loss(),
+  // The recipe the config was loaded for (a distributed recipe runs its single-device counterpart's code).
+  return checkpoint_manifest(cfg_, cfg_.recipe.empty() ? recipe : cfg_.recipe, settings_.world_size(), loop_->global_step(), epochs_run, loop_->last_loss(),
                              settings_.runtime.dtype_name(), settings_.runtime.seed);
 }
 
 void TrainingRun::write_checkpoint(const std::string& name, const nlohmann::json& manifest,
                                    const std::function<void(const std::string& folder)>& fill) {
-  writer_.write(name, loop_->global_step(), manifest, fill);
+  if (settings_.is_main()) writer_.write(name, loop_->global_step(), manifest, fill);  // every rank holds the same weights
 }
 
 RunResult end_run(RunResult result, const TrainingRun* run, MetricLogger& logger) {
   result.steps_done = run ? run->loop().global_step() : 0;
   result.last_loss = run ? run->loop().last_loss() : std::nan("");
   result.last_checkpoint = run ? run->last_checkpoint() : std::string();
+  if (run && !run->step_summary().empty()) log_info(logger, run->step_summary());
   nlohmann::json end = {{"event", "end"}, {"status", to_string(result.status)}, {"step", result.steps_done}};
   if (!result.message.empty()) end["message"] = result.message;
   logger.log_event(end);

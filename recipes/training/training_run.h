@@ -30,13 +30,14 @@ class TrainingRun {
   RunResult train(const SaveCheckpoint& save) { return loop_->run(*step_, *loader_, save); }
 
   TrainStep& step() { return *step_; }
+  std::string step_summary() const { return step_->summary(); }
   const TrainLoop& loop() const { return *loop_; }
 
   // The recipe state and the manifest of a checkpoint written now by `recipe`.
   RecipeState state(int64_t epochs_run) const { return loop_->state(epochs_run, settings_.runtime.seed); }
   nlohmann::json manifest(const std::string& recipe, int64_t epochs_run) const;
   // Writes <output_dir>/<name> (training/run_checkpoint.h): `fill` writes the files, then the manifest
-  // marks it complete; the logger hears of it.
+  // marks it complete; the logger hears of it. In a data-parallel run only rank 0 writes.
   void write_checkpoint(const std::string& name, const nlohmann::json& manifest,
                         const std::function<void(const std::string& folder)>& fill);
   const std::string& last_checkpoint() const { return writer_.last(); }

@@ -1,0 +1,143 @@
+#include "distributed/process_group.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+
+// ProcessGroupGloo.hpp declares its class only where the build says Gloo is in (Debian's LibTorch has it).
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO
+#endif
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/torch.h>
+
+namespace tb::distributed {
+namespace {
+
+ProcessGroup* g_default = nullptr;
+
+bool is_loopback(const std::string& addr) {
+  return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
+}
+
+std::string endpoint(const World& w) { return w.master_addr + ":" + std::to_string(w.master_port); }
+
+// c10d's socket errors are paragraphs; what the user needs is which address and what went wrong.
+[[noreturn]] void rethrow_rendezvous_error(const World& w, const std::exception& e) {
+  const std::string what = e.what();
+  if (what.find("Address already in use") != std::string::npos || what.find("errno: 98") != std::string::npos)
+    throw std::runtime_error("rendezvous: port " + std::to_string(w.master_port) + " on " + w.master_addr +
+                             " is already in use (another run, or another program); pick a free --master-port");
+  if (what.find("timed out") != std::string::npos || what.find("Timeout") != std::string::npos)
+    throw std::runtime_error("rendezvous: rank " + std::to_string(w.rank) + " waited " + std::to_string(w.timeout_s) +
+                             " s for the other ranks at " + endpoint(w) + " (is rank 0 running, and the address right?)");
+  const std::string first_line = what.substr(0, what.find('\n'));
+  throw std::runtime_error("rendezvous at " + endpoint(w) + " failed for rank " + std::to_string(w.rank) + ": " +
+                           first_line);
+}
+
+}  // namespace
+
+struct ProcessGroup::Impl {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
+};
+
+ProcessGroup::ProcessGroup(const World& world) : world_(world), impl_(std::make_unique<Impl>()) {
+  const auto timeout = std::chrono::milliseconds(int64_t(world.timeout_s) * 1000);
+  try {
+    c10d::TCPStoreOptions options;
+    options.port = static_cast<std::uint16_t>(world.master_port);
+    options.isServer = world.rank == 0;
+    options.numWorkers = world.size;
+    options.waitWorkers = true;  // every rank has connected once the constructors return
+    options.timeout = timeout;
+    auto tcp = c10::make_intrusive<c10d::TCPStore>(world.master_addr, options);
+    impl_->store = tcp;
+    auto gloo_options = c10d::ProcessGroupGloo::Options::create();
+    gloo_options->timeout = timeout;
+    // The interface the peers reach this process on: loopback for a run on one machine, else the one
+    // GLOO_SOCKET_IFNAME names (torch's variable), else the one this host's name resolves to.
+    if (is_loopback(world.master_addr))
+      gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    else if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
+      gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+    else
+      gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    impl_->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(
+        c10::make_intrusive<c10d::PrefixStore>("gloo", impl_->store), world.rank, world.size, gloo_options);
+  } catch (const std::exception& e) {
+    rethrow_rendezvous_error(world, e);
+  }
+}
+
+ProcessGroup::~ProcessGroup() = default;
+
+void ProcessGroup::all_reduce_sum(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes) {
+  struct Bucket {
+    std::vector<at::Tensor> members;
+    at::Tensor flat;
+    c10::intrusive_ptr<c10d::Work> work;  // c10d::Work in LibTorch 1.13 and 2.x
+  };
+  std::vector<Bucket> buckets(1);
+  int64_t bytes = 0;
+  for (const auto& t : tensors) {
+    if (!buckets.back().members.empty() && bytes + t.numel() * 4 > bucket_bytes) {
+      buckets.emplace_back();
+      bytes = 0;
+    }
+    buckets.back().members.push_back(t);
+    bytes += t.numel() * 4;
+  }
+  for (auto& b : buckets) {
+    if (b.members.empty()) continue;
+    std::vector<at::Tensor> flat;
+    for (const auto& t : b.members) flat.push_back(t.detach().to(at::kFloat).reshape({-1}));
+    b.flat = at::cat(flat);
+    std::vector<at::Tensor> one{b.flat};
+    b.work = impl_->gloo->allreduce(one);
+  }
+  for (auto& b : buckets) {
+    if (b.members.empty()) continue;
+    b.work->wait();
+    int64_t offset = 0;
+    for (auto& t : b.members) {
+      t.detach().copy_(b.flat.narrow(0, offset, t.numel()).view(t.sizes()));
+      offset += t.numel();
+    }
+  }
+}
+
+std::vector<double> ProcessGroup::sum(const std::vector<double>& values) {
+  std::vector<at::Tensor> one{at::tensor(values, at::kDouble)};
+  impl_->gloo->allreduce(one)->wait();
+  const auto* p = one[0].data_ptr<double>();
+  return std::vector<double>(p, p + values.size());
+}
+
+void ProcessGroup::barrier() { impl_->gloo->barrier()->wait(); }
+
+void ProcessGroup::publish(const std::string& key, const std::string& value) {
+  impl_->store->set("tunebench/" + key, std::vector<uint8_t>(value.begin(), value.end()));
+}
+
+std::string ProcessGroup::await(const std::string& key) {
+  const auto bytes = impl_->store->get("tunebench/" + key);  // waits up to the store's timeout
+  return std::string(bytes.begin(), bytes.end());
+}
+
+ProcessGroup* default_group() { return g_default; }
+
+ProcessGroupScope::ProcessGroupScope(const World& world) {
+  if (world.size <= 1) return;
+  group_ = std::make_unique<ProcessGroup>(world);
+  g_default = group_.get();
+}
+
+ProcessGroupScope::~ProcessGroupScope() {
+  if (g_default == group_.get()) g_default = nullptr;
+}
+
+}  // namespace tb::distributed

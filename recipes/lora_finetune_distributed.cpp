@@ -1,0 +1,18 @@
+// lora_finetune_distributed: LoRA (and QLoRA, with a qlora_ model), data parallel. Every rank holds the
+// frozen base and the adapters and trains lora_finetune_single_device's recipe on its shard of each
+// global batch; the adapters' gradients are summed over the ranks before each optimizer step. Rank 0
+// logs and writes the checkpoints. Start it with `tunebench-cli run --nproc-per-node N` or under torchrun.
+#include "recipe.h"
+#include "training/data_parallel.h"
+
+namespace tb {
+
+training::RunResult run_lora_finetune_single_device(const config::Config&, training::MetricLogger&,
+                                                    training::RunControl&);
+
+training::RunResult run_lora_finetune_distributed(const config::Config& cfg, training::MetricLogger& logger,
+                                                  training::RunControl& control) {
+  return training::run_data_parallel([&] { return run_lora_finetune_single_device(cfg, logger, control); }, logger);
+}
+
+}  // namespace tb

@@ -1,0 +1,24 @@
+#include "training/data_parallel.h"
+
+#include <optional>
+
+#include "distributed/process_group.h"
+
+namespace tb::training {
+
+RunResult run_data_parallel(const std::function<RunResult()>& recipe, MetricLogger& logger) {
+  std::optional<distributed::ProcessGroupScope> group;
+  try {
+    group.emplace(distributed::world_from_environment().value_or(distributed::World{}));
+  } catch (const std::exception& e) {
+    RunResult failed;
+    failed.status = RunStatus::Failed;
+    failed.message = e.what();
+    logger.log_event({{"event", "end"}, {"status", to_string(failed.status)}, {"step", 0}, {"message", failed.message}});
+    logger.flush();
+    return failed;
+  }
+  return recipe();
+}
+
+}  // namespace tb::training
