@@ -61,6 +61,7 @@ extern "C" void on_stop_signal(int) {
 void install_signal_handlers() {
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
+  sa.sa_flags = SA_RESTART;  // a blocking call (c10d's rendezvous) continues instead of failing with EINTR
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);

@@ -152,7 +152,10 @@ LaunchResult launch(const LaunchOptions& o, const std::atomic<bool>& stop,
       signal_running(SIGTERM);  // each stops after its current step; the ranks agree on which
     }
     if (kill_at && Clock::now() >= *kill_at) {
-      say("killing the workers that did not stop within " + std::to_string(o.grace_s) + " s");
+      std::string stragglers;
+      for (const auto& w : workers)
+        if (w.running) stragglers += (stragglers.empty() ? "" : ", ") + std::string("rank ") + std::to_string(w.rank);
+      say("killing " + stragglers + ", which did not stop within " + std::to_string(o.grace_s) + " s");
       signal_running(SIGKILL);
       kill_at.reset();
     }

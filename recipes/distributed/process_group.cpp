@@ -38,6 +38,23 @@ std::string endpoint(const World& w) { return w.master_addr + ":" + std::to_stri
                            first_line);
 }
 
+// A collective that failed: Gloo says which socket operation timed out or broke; the user needs to know
+// that a peer stopped answering.
+template <class Work>
+void wait_for(const Work& work, const World& w, const char* what) {
+  try {
+    work->wait();
+  } catch (const std::exception& e) {
+    const std::string why = e.what();
+    throw std::runtime_error(std::string("data parallel: the ") + what + " on rank " + std::to_string(w.rank) +
+                             " failed: another rank " +
+                             (why.find("Timed out") != std::string::npos
+                                  ? "did not answer for " + std::to_string(w.timeout_s) + " s (hung, or stopped)"
+                                  : "is gone (it ended or was killed)") +
+                             " [" + why.substr(0, why.find('\n')) + "]");
+  }
+}
+
 }  // namespace
 
 struct ProcessGroup::Impl {
@@ -101,7 +118,7 @@ void ProcessGroup::all_reduce_sum(const std::vector<at::Tensor>& tensors, int64_
   }
   for (auto& b : buckets) {
     if (b.members.empty()) continue;
-    b.work->wait();
+    wait_for(b.work, world_, "gradient all-reduce");
     int64_t offset = 0;
     for (auto& t : b.members) {
       t.detach().copy_(b.flat.narrow(0, offset, t.numel()).view(t.sizes()));
@@ -112,12 +129,12 @@ void ProcessGroup::all_reduce_sum(const std::vector<at::Tensor>& tensors, int64_
 
 std::vector<double> ProcessGroup::sum(const std::vector<double>& values) {
   std::vector<at::Tensor> one{at::tensor(values, at::kDouble)};
-  impl_->gloo->allreduce(one)->wait();
+  wait_for(impl_->gloo->allreduce(one), world_, "sum of the step's loss and tokens");
   const auto* p = one[0].data_ptr<double>();
   return std::vector<double>(p, p + values.size());
 }
 
-void ProcessGroup::barrier() { impl_->gloo->barrier()->wait(); }
+void ProcessGroup::barrier() { wait_for(impl_->gloo->barrier(), world_, "barrier"); }
 
 void ProcessGroup::publish(const std::string& key, const std::string& value) {
   impl_->store->set("tunebench/" + key, std::vector<uint8_t>(value.begin(), value.end()));

@@ -5,6 +5,9 @@
 #include "test_main.h"
 #include "test_support.h"
 
+#include <algorithm>
+#include <tuple>
+
 #include <nlohmann/json.hpp>
 
 #include "data/batch_tensors.h"
@@ -74,6 +77,59 @@ class TestDatasetLoader : public QObject {
     DataLoaderOptions in_order;
     in_order.shuffle = false;
     QCOMPARE(DataLoader(numbered(4), in_order).epoch_order(3), (Ids{0, 1, 2, 3}));
+  }
+
+  void ranksReadTheShardsOfDistributedSampler() {
+    const QString py = tbtest::reference_python();
+    QVERIFY2(!py.isEmpty(), "python3 with torch (python3-torch) is needed");
+    // PyTorch's own sampler, per rank: padded with the epoch's start, every num_replicas-th index.
+    QProcess p;
+    p.start(py, {"-c",
+                 "import torch, json\n"
+                 "from torch.utils.data import DistributedSampler\n"
+                 "out = {}\n"
+                 "for n, world, shuffle in [(10, 3, True), (37, 2, True), (5, 4, False), (2, 3, True)]:\n"
+                 "    for rank in range(world):\n"
+                 "        for e in range(2):\n"
+                 "            s = DistributedSampler(range(n), num_replicas=world, rank=rank, shuffle=shuffle, seed=11)\n"
+                 "            s.set_epoch(e)\n"
+                 "            out[f'{n},{world},{rank},{e}'] = list(s)\n"
+                 "print(json.dumps(out))\n"});
+    QVERIFY(p.waitForFinished(120000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    const auto ref = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
+    for (const auto& [n, world, shuffle] : std::vector<std::tuple<size_t, int64_t, bool>>{
+             {10, 3, true}, {37, 2, true}, {5, 4, false}, {2, 3, true}}) {
+      for (int64_t rank = 0; rank < world; ++rank) {
+        DataLoaderOptions o;
+        o.seed = 11;
+        o.shuffle = shuffle;
+        o.rank = rank;
+        o.world_size = world;
+        o.drop_last = false;
+        DataLoader loader(numbered(n), o);
+        for (int64_t e = 0; e < 2; ++e) {
+          const auto key = std::to_string(n) + "," + std::to_string(world) + "," + std::to_string(rank) + "," + std::to_string(e);
+          QCOMPARE(loader.epoch_order(e), ref[key].get<Ids>());
+        }
+      }
+    }
+    // Batch k of every rank together is batch k of one process at world_size times the batch.
+    DataLoaderOptions one;
+    one.seed = 3;
+    one.batch_size = 6;
+    const auto whole = DataLoader(numbered(24), one).batch(1, 2).indices;
+    std::vector<size_t> ranks;
+    for (int64_t rank = 0; rank < 3; ++rank) {
+      DataLoaderOptions o = one;
+      o.batch_size = 2, o.rank = rank, o.world_size = 3;
+      const auto part = DataLoader(numbered(24), o).batch(1, 2).indices;
+      ranks.insert(ranks.end(), part.begin(), part.end());
+    }
+    std::sort(ranks.begin(), ranks.end());
+    auto sorted = whole;
+    std::sort(sorted.begin(), sorted.end());
+    QCOMPARE(ranks, sorted);
   }
 
   void dropLastAndBatchCounts() {
