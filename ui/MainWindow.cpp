@@ -481,7 +481,7 @@ bool MainWindow::startWith(const std::vector<std::string>& overrides, qint64 res
   memTile_->setToolTip({});
   autoStopRequested_ = false;
   QString why;
-  if (!controller_->start(config, doc_->recipe(), &why)) {
+  if (!controller_->start(config, doc_->recipe(), &why, setup_->processes())) {
     setBanner("<span style='color:#c62828'>" + why.toHtmlEscaped() + "</span>");
     if (error) *error = why;
     return false;
@@ -587,7 +587,7 @@ void MainWindow::onEvent(const RunEvent& e) {
 void MainWindow::onState(RunState state, const QString& message) {
   const bool active = controller_->isActive();
   start_->setEnabled(!active);
-  pause_->setEnabled(state == RunState::Running || state == RunState::Paused);
+  pause_->setEnabled((state == RunState::Running || state == RunState::Paused) && controller_->canPause());
   pause_->setText(state == RunState::Paused ? "Resume" : "Pause");
   pause_->setIcon(style()->standardIcon(state == RunState::Paused ? QStyle::SP_MediaPlay : QStyle::SP_MediaPause));
   stop_->setEnabled(state == RunState::Running || state == RunState::Paused);

@@ -19,6 +19,7 @@
 #include <QPointer>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QThread>
 #include <QTextBrowser>
 #include <QThreadPool>
 #include <QTimer>
@@ -117,6 +118,11 @@ void RunSetupPanel::buildUi() {
                       "QLoRA: LoRA on NF4-quantized base weights.");
   compile_ = new QCheckBox("Compile the training step", this);
   compile_->setToolTip(kCompileTooltip);
+  processes_ = new QSpinBox(this);
+  processes_->setRange(1, std::max(1, QThread::idealThreadCount()));
+  processes_->setToolTip("Data parallel: worker processes on this machine (tunebench-cli run --nproc-per-node N, "
+                         "the *_distributed recipe). Each trains batch_size samples of every step and the cores are "
+                         "shared among them; the plots follow rank 0. 1: the run trains inside the window.");
   dtype_ = new QComboBox(this);
   dtype_->addItems({"fp32", "bf16"});
   dtype_->setToolTip("dtype: the weights' and activations' type. bf16 halves memory; fp32 is exact");
@@ -192,6 +198,7 @@ void RunSetupPanel::buildUi() {
   auto* recipeForm = new QFormLayout(recipeBox);
   recipeForm->addRow("Recipe", recipe_);
   recipeForm->addRow("", compile_);
+  recipeForm->addRow("Processes", processes_);
   recipeForm->addRow("dtype", dtype_);
 
   auto* dataBox = new QGroupBox("Dataset", this);
@@ -228,6 +235,8 @@ void RunSetupPanel::buildUi() {
   layout->addWidget(hyperBox);
   layout->addWidget(dataBox, 1);
 }
+
+int RunSetupPanel::processes() const { return processes_->value(); }
 
 void RunSetupPanel::connectEdits() {
   auto intKey = [this](QSpinBox* box, const QString& key, bool zeroIsNull) {

@@ -40,6 +40,9 @@ class RunSetupPanel : public QWidget {
   // Widgets, for tests and the window's shortcuts.
   QComboBox* recipeCombo() const { return recipe_; }
   QCheckBox* compileBox() const { return compile_; }
+  // Worker processes on this machine for data parallelism (1: the run trains in the window's process).
+  QSpinBox* processesBox() const { return processes_; }
+  int processes() const;
   QComboBox* modelCombo() const { return model_; }
   QComboBox* dtypeCombo() const { return dtype_; }
   QSpinBox* batchSizeBox() const { return batchSize_; }
@@ -75,6 +78,7 @@ class RunSetupPanel : public QWidget {
   QLabel* memory_;
   QComboBox* recipe_;
   QCheckBox* compile_;
+  QSpinBox* processes_;
   QComboBox* dtype_;
   QComboBox* dataset_;
   QTextBrowser* preview_;

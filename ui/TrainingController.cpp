@@ -3,6 +3,7 @@
 #include <QEventLoop>
 #include <QTimer>
 
+#include "ProcessRun.h"
 #include "TrainingWorker.h"
 
 namespace tb::ui {
@@ -19,6 +20,7 @@ TrainingController::TrainingController(QObject* parent)
 }
 
 TrainingController::~TrainingController() {
+  processRun_.reset();  // stops its workers and waits for them
   if (control_) {
     control_->pause = false;
     control_->stop = true;
@@ -33,7 +35,7 @@ bool TrainingController::isActive() const {
 
 bool TrainingController::isHeld() const { return control_ && control_->held; }
 
-bool TrainingController::start(const tb::config::Config& config, const QString& recipe, QString* error) {
+bool TrainingController::start(const tb::config::Config& config, const QString& recipe, QString* error, int processes) {
   if (isActive()) {
     if (error) *error = "a run is already in progress";
     return false;
@@ -42,10 +44,26 @@ bool TrainingController::start(const tb::config::Config& config, const QString& 
     if (error) *error = "the recipe '" + recipe + "' is not built into this version yet";
     return false;
   }
-  control_ = std::make_shared<tb::training::RunControl>();
-  recipe_ = recipe;
   outputDir_ = QString::fromStdString(config.get_string("output_dir", ""));
   lastOutcome_ = {};
+  processRun_.reset();
+  control_.reset();
+  if (processes > 1) {  // data parallel: the recipe's distributed counterpart, started by the CLI's launcher
+    QString distributed = recipe;
+    distributed.replace("_single_device", "_distributed");
+    auto run = std::make_unique<ProcessRun>();
+    connect(run.get(), &ProcessRun::stepLogged, this, &TrainingController::stepLogged);
+    connect(run.get(), &ProcessRun::eventLogged, this, &TrainingController::eventLogged);
+    connect(run.get(), &ProcessRun::finished, this, &TrainingController::onFinished);
+    if (!run->start(config, distributed, processes, error)) return false;
+    processRun_ = std::move(run);
+    recipe_ = distributed;
+    setState(RunState::Running, QString("%1 processes").arg(processes));
+    Q_EMIT started(recipe_, outputDir_);
+    return true;
+  }
+  control_ = std::make_shared<tb::training::RunControl>();
+  recipe_ = recipe;
   setState(RunState::Running, {});
   Q_EMIT started(recipe_, outputDir_);
   // yaml-cpp nodes share their storage between copies: the worker gets a deep copy nobody else holds.
@@ -70,6 +88,11 @@ void TrainingController::resume() {
 }
 
 void TrainingController::stop(bool saveCheckpoint) {
+  if (isActive() && processRun_) {  // the workers always save on a stop: Ctrl-C to the launcher
+    processRun_->stop();
+    setState(RunState::Stopping, "every process finishes the current step, then rank 0 saves a checkpoint");
+    return;
+  }
   if (!isActive() || !control_) return;
   control_->save_on_stop = saveCheckpoint;
   control_->stop = true;

@@ -17,6 +17,7 @@
 namespace tb::ui {
 
 class TrainingWorker;
+class ProcessRun;
 
 class TrainingController : public QObject {
   Q_OBJECT
@@ -25,8 +26,9 @@ class TrainingController : public QObject {
   // Asks a running recipe to stop (saving, as Stop does) and joins the thread.
   ~TrainingController() override;
 
-  // False (with the reason) when a run is already active.
-  bool start(const tb::config::Config& config, const QString& recipe, QString* error = nullptr);
+  // False (with the reason) when a run is already active. `processes` > 1: the recipe's distributed
+  // counterpart on that many worker processes (ui/ProcessRun.h), which cannot pause.
+  bool start(const tb::config::Config& config, const QString& recipe, QString* error = nullptr, int processes = 1);
   void pause();
   void resume();
   // Finishes the current step, saves a checkpoint when asked, and ends with status `stopped`.
@@ -42,6 +44,7 @@ class TrainingController : public QObject {
   RunOutcome lastOutcome() const { return lastOutcome_; }
   QString recipe() const { return recipe_; }
   QString outputDir() const { return outputDir_; }
+  bool canPause() const { return !processRun_; }
 
  Q_SIGNALS:
   void started(const QString& recipe, const QString& outputDir);
@@ -64,6 +67,7 @@ class TrainingController : public QObject {
   std::unique_ptr<TrainingWorker> worker_;  // destroyed after the thread below has been joined
   std::unique_ptr<QThread, QuitAndWait> thread_;
   std::shared_ptr<tb::training::RunControl> control_;
+  std::unique_ptr<ProcessRun> processRun_;  // a run of several processes, while one is going
   RunState state_ = RunState::Idle;
   QString stateMessage_;
   RunOutcome lastOutcome_;

@@ -36,6 +36,7 @@
 #include "RunsPanel.h"
 #include "TrainingController.h"
 #include "config/config.h"
+#include "training/run_checkpoint.h"
 
 using tb::ui::ConfigEdit;
 using tb::ui::RunState;
@@ -219,6 +220,40 @@ class TestWindowUx : public QObject {
     QVERIFY(!w->startRun(&error));
     QCOMPARE(asked, 1);
     QCOMPARE(w->controller()->state(), RunState::Completed);
+  }
+
+  // Data parallel from the window: two worker processes (the CLI's launcher); the plots follow rank 0,
+  // Stop stops both after the step they agree on, and rank 0 saves it.
+  void severalProcessesTrainFromTheWindow() {
+    QTemporaryDir out;
+    auto w = window();
+    shorten(*w->document(), out.path(), 3);
+    w->setupPanel()->processesBox()->setValue(2);
+    QSignalSpy steps(w->controller(), &tb::ui::TrainingController::stepLogged);
+    QString error;
+    QVERIFY2(w->startRun(&error), qPrintable(error));
+    QCOMPARE(w->controller()->recipe(), QString("full_finetune_distributed"));
+    QVERIFY(!w->pauseAction()->isEnabled());  // the workers cannot pause
+    QVERIFY(w->controller()->waitUntilFinished(kRunTimeoutMs));
+    QCoreApplication::processEvents();
+    QVERIFY2(w->controller()->state() == RunState::Completed, qPrintable(w->controller()->stateMessage()));
+    QCOMPARE(steps.count(), 3);
+    const auto manifest = tb::training::read_manifest((w->controller()->outputDir() + "/epoch_0").toStdString());
+    QVERIFY(manifest.has_value());
+    QCOMPARE((*manifest)["world_size"].get<int>(), 2);
+
+    shorten(*w->document(), out.path(), 1000);
+    w->document()->setScalar("save_every_n_steps", "null");
+    steps.clear();
+    QVERIFY2(w->startRun(&error), qPrintable(error));
+    QTRY_VERIFY_WITH_TIMEOUT(steps.count() >= 2, kRunTimeoutMs);
+    w->stopAction()->trigger();
+    QVERIFY(w->controller()->waitUntilFinished(kRunTimeoutMs));
+    QCoreApplication::processEvents();
+    QVERIFY2(w->controller()->state() == RunState::Stopped, qPrintable(w->controller()->stateMessage()));
+    const auto saved = tb::training::newest_complete_checkpoint(w->controller()->outputDir().toStdString());
+    QVERIFY(saved.has_value());
+    QCOMPARE(saved->step, static_cast<int64_t>(steps.count()));
   }
 
   // 5 and 6. The Checkpoints tab selects a run's only checkpoint and says epochs done; progress says

@@ -1,0 +1,120 @@
+#include "ProcessRun.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
+#include <QRegularExpression>
+
+#include <csignal>
+
+#include <nlohmann/json.hpp>
+
+namespace tb::ui {
+
+ProcessRun::ProcessRun(QObject* parent) : QObject(parent) {
+  registerRunTypes();
+  poll_.setInterval(200);
+  connect(&poll_, &QTimer::timeout, this, &ProcessRun::readLog);
+  connect(&process_, &QProcess::finished, this, &ProcessRun::onProcessFinished);
+  process_.setProcessChannelMode(QProcess::SeparateChannels);
+}
+
+ProcessRun::~ProcessRun() {
+  if (process_.state() != QProcess::NotRunning) {
+    stop();
+    if (!process_.waitForFinished(30000)) process_.kill();
+    process_.waitForFinished(5000);
+  }
+}
+
+QString ProcessRun::cliProgram() {
+  const QString env = qEnvironmentVariable("TUNEBENCH_CLI");
+  if (!env.isEmpty()) return env;
+  const QDir here(QCoreApplication::applicationDirPath());
+  for (const QString& candidate : {here.filePath("tunebench-cli"), here.filePath("../bin/tunebench-cli")})
+    if (QFileInfo(candidate).isExecutable()) return QFileInfo(candidate).absoluteFilePath();
+  return here.filePath("tunebench-cli");
+}
+
+bool ProcessRun::start(const tb::config::Config& config, const QString& recipe, int processes, QString* error) {
+  config_.setFileTemplate(QDir::temp().filePath("tunebench-run-XXXXXX.yaml"));
+  if (!config_.open() || config_.write(QByteArray::fromStdString(config.to_yaml())) < 0 || !config_.flush()) {
+    if (error) *error = "cannot write the run's config to " + config_.fileName() + ": " + config_.errorString();
+    return false;
+  }
+  const QString cli = cliProgram();
+  if (!QFileInfo(cli).isExecutable()) {
+    if (error) *error = "tunebench-cli, which starts the worker processes, is not at " + cli;
+    return false;
+  }
+  const QString outputDir = QString::fromStdString(config.get_string("output_dir", ""));
+  // Where the run's DiskLogger writes (training/metric_loggers.h): metric_logger.log_dir, else <output_dir>/logs.
+  const std::string logDir = config.get_string("metric_logger.log_dir", "");
+  logPath_ = logDir.empty() ? QDir(outputDir).filePath("logs/metrics.jsonl")
+                            : QDir(QString::fromStdString(logDir)).filePath("metrics.jsonl");
+  QFileInfo existing(logPath_);
+  logOffset_ = existing.exists() ? existing.size() : 0;  // a resumed run appends: only what it writes now
+  process_.start(cli, {"run", "--nproc-per-node", QString::number(processes), recipe, "--config", config_.fileName()});
+  if (!process_.waitForStarted(10000)) {
+    if (error) *error = "cannot start " + cli + ": " + process_.errorString();
+    return false;
+  }
+  poll_.start();
+  return true;
+}
+
+void ProcessRun::stop() {
+  if (process_.state() == QProcess::Running) ::kill(static_cast<pid_t>(process_.processId()), SIGINT);
+}
+
+void ProcessRun::readLog() {
+  QFile file(logPath_);
+  if (!file.open(QIODevice::ReadOnly)) return;  // rank 0 has not opened it yet
+  if (file.size() < logOffset_) logOffset_ = 0;
+  file.seek(logOffset_);
+  partial_ += file.readAll();
+  logOffset_ = file.pos();
+  qsizetype newline;
+  while ((newline = partial_.indexOf('\n')) >= 0) {
+    const QByteArray line = partial_.left(newline);
+    partial_.remove(0, newline + 1);
+    const auto j = nlohmann::json::parse(line.toStdString(), nullptr, false);
+    if (!j.is_object()) continue;
+    if (!j.contains("event")) {
+      const auto m = tb::training::step_metrics_from_json(j);
+      outcome_.stepsDone = m.step;
+      outcome_.lastLoss = m.loss;
+      Q_EMIT stepLogged(m);
+      continue;
+    }
+    const RunEvent e = runEventFromJson(j);
+    if (e.kind == "checkpoint") outcome_.lastCheckpoint = e.path;
+    if (e.kind == "end") {
+      ended_ = true;
+      outcome_.status = e.status == "completed" ? tb::training::RunStatus::Completed
+                        : e.status == "stopped" ? tb::training::RunStatus::Stopped
+                                                : tb::training::RunStatus::Failed;
+      outcome_.message = e.message;
+    }
+    Q_EMIT eventLogged(e);
+  }
+}
+
+void ProcessRun::onProcessFinished(int exitCode, QProcess::ExitStatus status) {
+  poll_.stop();
+  readLog();
+  // The launcher's last line says why a run failed that rank 0's log does not (a worker killed, a port taken).
+  const QString err = QString::fromUtf8(process_.readAllStandardError()).trimmed();
+  const QString lastLine = err.section('\n', -1).remove(QRegularExpression("^tunebench-cli: "));
+  if (status != QProcess::NormalExit || exitCode != 0) {
+    outcome_.status = tb::training::RunStatus::Failed;
+    if (!lastLine.isEmpty()) outcome_.message = lastLine;
+    if (outcome_.message.isEmpty()) outcome_.message = "the worker processes ended with status " + QString::number(exitCode);
+  } else if (!ended_) {
+    outcome_.status = tb::training::RunStatus::Failed;
+    outcome_.message = "the run ended without rank 0's log saying how (" + logPath_ + ")";
+  }
+  Q_EMIT finished(outcome_);
+}
+
+}  // namespace tb::ui
