@@ -10,6 +10,15 @@
 namespace tb::config {
 namespace {
 
+// "a", "a and b", "a, b and c".
+std::string join_recipes(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return out;
+}
+
+
 const char* expected(ArgType t) {
   switch (t) {
     case ArgType::Int: return "an integer";
@@ -85,7 +94,7 @@ class Validator {
       const KeySpec* spec = find_key(entry.key);
       if (spec && !spec->applies_to(recipe_)) {
         report(entry,
-               "'" + entry.key + "' is only accepted by " + join_names(spec->recipes) + ", not by " + recipe_, true);
+               "'" + entry.key + "' is only accepted by " + join_recipes(spec->recipes) + ", not by " + recipe_, true);
         continue;
       }
       if (!spec) {

@@ -129,7 +129,7 @@ class TestConfigErrors : public QObject {
         << QStringList{
                "5:3: duplicate key 'dim' (first set at line 4)",
                "17:3: unknown key 'num_sample' in dataset[1] (did you mean 'num_samples'?)",
-               "24:1: 'save_adapter_weights_only' is only accepted by lora_finetune_single_device, not by "
+               "24:1: 'save_adapter_weights_only' is only accepted by lora_finetune_single_device and lora_finetune_distributed, not by "
                "full_finetune_single_device",
                "27:12: profiler.enabled: expected true or false, got the integer 1",
            };

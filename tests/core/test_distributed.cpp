@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "recipe_test_support.h"
+#include "distributed/launcher.h"
 #include "training/run_checkpoint.h"
 
 namespace {
@@ -168,6 +169,32 @@ class TestDistributed : public QObject {
     bool reduced = false;
     for (const auto& e : a.events) reduced = reduced || e.value("message", "").find("all-reduce of the gradients over 2") != std::string::npos;
     QVERIFY(reduced);
+  }
+
+  // Two "machines" of one worker each (two launchers with --nnodes 2, here both on loopback): the ranks
+  // come from --node-rank, and the run is the one-process run at the doubled batch.
+  void twoNodesOfOneProcessEach() {
+    QTemporaryDir dir;
+    const QString config = write_config(dir.path(), tiny(false), dir.filePath("two"));
+    const int port = tb::distributed::pick_free_port();
+    QProcess node1;
+    node1.setProcessChannelMode(QProcess::MergedChannels);
+    node1.start(cli_, {"run", "--nproc-per-node", "1", "--nnodes", "2", "--node-rank", "1", "--rdzv-endpoint",
+                       QString("127.0.0.1:%1").arg(port), "full_finetune_distributed", "--config", config, "batch_size=2"});
+    QVERIFY(node1.waitForStarted());
+    const Result node0 = run({"run", "--nproc-per-node", "1", "--nnodes", "2", "--node-rank", "0", "--master-addr", "127.0.0.1",
+                              "--master-port", QString::number(port), "full_finetune_distributed", "--config", config,
+                              "batch_size=2"});
+    QVERIFY(node1.waitForFinished(120000));
+    const QString node1_out = QString::fromUtf8(node1.readAll());
+    QVERIFY2(node0.code == 0, qPrintable(node0.err));
+    QVERIFY2(node1.exitCode() == 0, qPrintable(node1_out));
+    QVERIFY2(node0.err.contains("started 1 worker of 2 (rank 0 pid"), qPrintable(node0.err));
+    QVERIFY2(node1_out.contains("started 1 worker of 2 (rank 1 pid"), qPrintable(node1_out));
+    const Result one = train(0, "full_finetune_single_device", config, {"output_dir=" + dir.filePath("one"), "batch_size=4"});
+    QVERIFY2(one.code == 0, qPrintable(one.err));
+    QString why;
+    QVERIFY2(near(read_log(dir.filePath("two")).losses, read_log(dir.filePath("one")).losses, 1e-5, &why), qPrintable(why));
   }
 
   // Rank 0's checkpoint continues the run on 2 processes, and on 1 at the same global batch.
