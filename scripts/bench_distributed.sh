@@ -2,7 +2,8 @@
 # The issue-28 figures: data parallel on this machine. For each recipe, the same global batch trained by
 # one process with every thread and by N processes (run --nproc-per-node N) with threads divided among
 # them: median step time after warm-up, tokens/s, and the share of the step the gradient all-reduce takes
-# (rank 0's own measure). stories15M, random weights, synthetic ids, eager.
+# (rank 0's own measure: the wait for the sums after backward), with the sums overlapping backward (as
+# the recipes run) and after it (TUNEBENCH_DDP_OVERLAP=0). stories15M, random weights, synthetic ids, eager.
 #   scripts/bench_distributed.sh [STEPS]       default 12 steps, the first 2 not counted
 # Env: NPROC (default 2), THREADS (threads in all, default: the cores), BATCH (global, default 4).
 set -euo pipefail
@@ -35,7 +36,7 @@ print(f"{t:.3f} {tok:.0f} {reduce_s if reduce_s is not None else 0:.3f}")
 PY
 }
 
-echo "| recipe | processes x threads | batch per process | median step (s) | tokens/s | all-reduce (s/step) | all-reduce share |"
+echo "| recipe | processes x threads | batch per process | median step (s) | tokens/s | all-reduce wait (s/step) | share of the step |"
 echo "|---|---|---|---|---|---|---|"
 for recipe in full lora; do
   common=(max_steps_per_epoch="$steps" log_peak_memory_stats=false save_every_n_steps=null)
@@ -45,10 +46,14 @@ for recipe in full lora; do
   read -r t tok _ < <(summary "$work/$recipe-1/logs/metrics.jsonl")
   echo "| $recipe | 1 x $threads | $batch | $t | $tok | - | - |"
   per=$((threads / nproc)); [ "$per" -ge 1 ] || per=1
-  echo "==> $recipe: $nproc x $per" >&2
-  "$cli" run --nproc-per-node "$nproc" "${recipe}_finetune_distributed" --config "configs/bench/stories15m_$recipe.yaml" \
-    output_dir="$work/$recipe-$nproc" num_threads="$per" batch_size=$((batch / nproc)) "${common[@]}" >/dev/null
-  read -r t tok r < <(summary "$work/$recipe-$nproc/logs/metrics.jsonl")
-  share=$("$python" -c "print(f'{100 * $r / $t:.0f}%')")
-  echo "| $recipe | $nproc x $per | $((batch / nproc)) | $t | $tok | $r | $share |"
+  for overlap in 1 0; do
+    label="$nproc x $per"; [ "$overlap" = 1 ] || label="$label, sums after backward"
+    echo "==> $recipe: $label" >&2
+    TUNEBENCH_DDP_OVERLAP=$overlap "$cli" run --nproc-per-node "$nproc" "${recipe}_finetune_distributed" \
+      --config "configs/bench/stories15m_$recipe.yaml" output_dir="$work/$recipe-$nproc-$overlap" \
+      num_threads="$per" batch_size=$((batch / nproc)) "${common[@]}" >/dev/null 2>"$work/launcher.err"
+    read -r t tok r < <(summary "$work/$recipe-$nproc-$overlap/logs/metrics.jsonl")
+    share=$("$python" -c "print(f'{100 * $r / $t:.0f}%')")
+    echo "| $recipe | $label | $((batch / nproc)) | $t | $tok | $r | $share |"
+  done
 done

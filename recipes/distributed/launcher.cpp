@@ -125,6 +125,10 @@ LaunchResult launch(const LaunchOptions& o, const std::atomic<bool>& stop,
     for (auto& w : workers)
       if (w.running) ::kill(w.pid, sig);
   };
+  // A worker killed by a signal is the cause; the others' collectives then fail within milliseconds, and
+  // may be reaped first. So the first failure waits a moment for the rest before one is named.
+  const Worker* failed = nullptr;
+  std::optional<Clock::time_point> name_at;
   for (;;) {
     bool any_running = false;
     for (auto& w : workers) {
@@ -138,13 +142,20 @@ LaunchResult launch(const LaunchOptions& o, const std::atomic<bool>& stop,
       w.running = false;
       w.status = status;
       const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (!ok && result.exit_code == 0) {
-        result.exit_code = 1;
-        result.message = "rank " + std::to_string(w.rank) + " (pid " + std::to_string(w.pid) + ") " + describe_status(status);
-        say(result.message + "; stopping the other workers");
-        signal_running(SIGTERM);
-        kill_at = Clock::now() + std::chrono::seconds(o.grace_s);
-      }
+      if (ok) continue;
+      // A crash anywhere is said, not only the first failure's (the launcher's own signals are no news).
+      if (WIFSIGNALED(status) && WTERMSIG(status) != SIGTERM && WTERMSIG(status) != SIGKILL)
+        say("rank " + std::to_string(w.rank) + " (pid " + std::to_string(w.pid) + ") " + describe_status(status));
+      if (!failed || (WIFSIGNALED(status) && !WIFSIGNALED(failed->status))) failed = &w;
+      if (!name_at) name_at = Clock::now() + std::chrono::milliseconds(500);
+    }
+    if (failed && result.exit_code == 0 && (!any_running || Clock::now() >= *name_at)) {
+      result.exit_code = 1;
+      result.message = "rank " + std::to_string(failed->rank) + " (pid " + std::to_string(failed->pid) + ") " +
+                       describe_status(failed->status);
+      if (any_running) say(result.message + "; stopping the other workers");
+      signal_running(SIGTERM);
+      kill_at = Clock::now() + std::chrono::seconds(o.grace_s);
     }
     if (!any_running) break;
     if (stop && !stop_sent) {

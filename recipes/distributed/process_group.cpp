@@ -92,39 +92,64 @@ ProcessGroup::ProcessGroup(const World& world) : world_(world), impl_(std::make_
 
 ProcessGroup::~ProcessGroup() = default;
 
-void ProcessGroup::all_reduce_sum(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes) {
-  struct Bucket {
-    std::vector<at::Tensor> members;
-    at::Tensor flat;
-    c10::intrusive_ptr<c10d::Work> work;  // c10d::Work in LibTorch 1.13 and 2.x
-  };
-  std::vector<Bucket> buckets(1);
-  int64_t bytes = 0;
-  for (const auto& t : tensors) {
-    if (!buckets.back().members.empty() && bytes + t.numel() * 4 > bucket_bytes) {
-      buckets.emplace_back();
-      bytes = 0;
-    }
-    buckets.back().members.push_back(t);
-    bytes += t.numel() * 4;
-  }
-  for (auto& b : buckets) {
-    if (b.members.empty()) continue;
+namespace {
+
+class GlooSum : public PendingSum {
+ public:
+  GlooSum(c10d::ProcessGroupGloo& gloo, const World& world, std::vector<at::Tensor> members)
+      : world_(world), members_(std::move(members)) {
     std::vector<at::Tensor> flat;
-    for (const auto& t : b.members) flat.push_back(t.detach().to(at::kFloat).reshape({-1}));
-    b.flat = at::cat(flat);
-    std::vector<at::Tensor> one{b.flat};
-    b.work = impl_->gloo->allreduce(one);
+    for (const auto& t : members_) flat.push_back(t.detach().to(at::kFloat).reshape({-1}));
+    std::vector<at::Tensor> one{at::cat(flat)};
+    flat_ = one[0];
+    work_ = gloo.allreduce(one);
   }
-  for (auto& b : buckets) {
-    if (b.members.empty()) continue;
-    wait_for(b.work, world_, "gradient all-reduce");
+  ~GlooSum() override {
+    if (work_) try {
+        work_->wait();  // a buffer the collective still writes to must outlive it
+      } catch (const std::exception&) {
+      }
+  }
+  void finish(bool write_back) override {
+    if (!work_) return;  // finished already
+    auto work = std::move(work_);
+    wait_for(work, world_, "gradient all-reduce");
+    if (!write_back) return;
     int64_t offset = 0;
-    for (auto& t : b.members) {
-      t.detach().copy_(b.flat.narrow(0, offset, t.numel()).view(t.sizes()));
+    for (auto& t : members_) {
+      t.detach().copy_(flat_.narrow(0, offset, t.numel()).view(t.sizes()));
       offset += t.numel();
     }
   }
+
+ private:
+  const World& world_;
+  std::vector<at::Tensor> members_;
+  at::Tensor flat_;
+  c10::intrusive_ptr<c10d::Work> work_;  // c10d::Work in LibTorch 1.13 and 2.x
+};
+
+}  // namespace
+
+std::unique_ptr<PendingSum> ProcessGroup::start_sum(const std::vector<at::Tensor>& tensors) {
+  return std::make_unique<GlooSum>(*impl_->gloo, world_, tensors);
+}
+
+void ProcessGroup::all_reduce_sum(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes) {
+  std::vector<std::unique_ptr<PendingSum>> pending;  // every bucket in flight at once
+  std::vector<at::Tensor> bucket;
+  int64_t bytes = 0;
+  for (const auto& t : tensors) {
+    if (!bucket.empty() && bytes + t.numel() * 4 > bucket_bytes) {
+      pending.push_back(start_sum(bucket));
+      bucket.clear();
+      bytes = 0;
+    }
+    bucket.push_back(t);
+    bytes += t.numel() * 4;
+  }
+  if (!bucket.empty()) pending.push_back(start_sum(bucket));
+  for (auto& p : pending) p->finish();
 }
 
 std::vector<double> ProcessGroup::sum(const std::vector<double>& values) {

@@ -15,6 +15,15 @@
 
 namespace tb::distributed {
 
+// A sum over the ranks in flight (ProcessGroup::start_sum): its tensors were copied into one fp32
+// buffer when it started; finish() waits for it and writes the sums back into them.
+class PendingSum {
+ public:
+  virtual ~PendingSum() = default;
+  // Waits; with `write_back`, the tensors it started from receive the sums.
+  virtual void finish(bool write_back = true) = 0;
+};
+
 class ProcessGroup {
  public:
   // Joins the rendezvous at world.master_addr:master_port (rank 0 listens there) and connects the
@@ -31,6 +40,9 @@ class ProcessGroup {
   // of about `bucket_bytes`, every bucket in flight at once (the reduction of one overlaps the copies of
   // the next).
   void all_reduce_sum(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes = 25 << 20);
+  // One bucket's sum, started now and finished later (a step reduces a bucket while backward goes on).
+  // Every rank must start its sums in the same order.
+  std::unique_ptr<PendingSum> start_sum(const std::vector<at::Tensor>& tensors);
   // The sums over the ranks of a few numbers (a step's loss, its tokens, a stop request).
   std::vector<double> sum(const std::vector<double>& values);
   void barrier();

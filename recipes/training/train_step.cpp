@@ -61,7 +61,7 @@ std::unique_ptr<TrainStep> make_train_step(models::TransformerDecoder model, con
     step = std::make_unique<CompiledStep>(std::move(model), optimizer, options, events);
   else
     step = std::make_unique<EagerStep>(std::move(model), optimizer, options);
-  if (options.group) step = std::make_unique<DistributedStep>(std::move(step), *options.group);
+  if (options.group) step = std::make_unique<DistributedStep>(std::move(step), *options.group, options.gradient_accumulation_steps);
   return step;
 }
 

@@ -31,6 +31,7 @@ struct StepOptions {
   // Data parallel: the gradients are summed over this group's ranks before each optimizer step
   // (training/distributed_step.h), and the compile warm-up's plan is rank 0's. Null: one process.
   distributed::ProcessGroup* group = nullptr;
+  int64_t gradient_accumulation_steps = 1;  // micro-batches per optimizer step (when the sums start)
 };
 
 class TrainStep {

@@ -38,6 +38,7 @@ TrainingRun::TrainingRun(const config::Config& cfg, const config::Registry& regi
   step_options.activation_checkpointing = settings.activation_checkpointing;
   step_options.compile = settings.compile;
   step_options.group = settings.group;
+  step_options.gradient_accumulation_steps = settings.loop.gradient_accumulation_steps;
   step_ = make_train_step(model, registry.build<OptimizerFactory>(cfg.at("optimizer")), step_options, logger);
   const nlohmann::json budget = memory_budget_event(*model, step_->optimizer(), step_->trainable());
   logger.log_event(budget);
