@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "recipe_test_support.h"
+#include "config/schema.h"
 #include "distributed/launcher.h"
 #include "training/run_checkpoint.h"
 
@@ -335,6 +336,23 @@ class TestDistributed : public QObject {
     QVERIFY(saved.has_value());
     QCOMPARE(saved->step, static_cast<int64_t>(log.losses.size()));  // the step both ranks stopped after
     QVERIFY2(!out.contains("rank 1: run failed"), qPrintable(out));
+  }
+
+  // Each worker's num_threads default is its part of the cores (torchrun's LOCAL_WORLD_SIZE, else WORLD_SIZE).
+  void threadsDefaultToTheWorkersPartOfTheCores() {
+    auto threads = [] {  // as a worker loads its config: with the launcher's environment
+      const auto loaded = tbtest::load_config(tiny(false).text("/tmp/unused"), "full_finetune_distributed", {"~num_threads"});
+      return loaded.ok() ? tb::config::setting_int(*loaded.config, "num_threads") : int64_t{-1};
+    };
+    const int cores = std::max(1, QThread::idealThreadCount());
+    const QByteArray before = qgetenv("LOCAL_WORLD_SIZE");
+    qunsetenv("LOCAL_WORLD_SIZE");
+    QCOMPARE(threads(), int64_t(cores));
+    qputenv("LOCAL_WORLD_SIZE", "2");
+    QCOMPARE(threads(), int64_t(std::max(1, cores / 2)));
+    qputenv("LOCAL_WORLD_SIZE", QByteArray::number(cores * 4));
+    QCOMPARE(threads(), int64_t(1));
+    if (before.isEmpty()) qunsetenv("LOCAL_WORLD_SIZE"); else qputenv("LOCAL_WORLD_SIZE", before);
   }
 
   void aPortInUseIsAClearError() {
