@@ -1,5 +1,7 @@
 #include "distributed/process_group.h"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <stdexcept>
@@ -46,9 +48,13 @@ void wait_for(const Work& work, const World& w, const char* what) {
     work->wait();
   } catch (const std::exception& e) {
     const std::string why = e.what();
+    std::string lower = why;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    // Gloo says "Timed out waiting ... for recv" or "Application timeout caused pair closure".
+    const bool timed_out = lower.find("timed out") != std::string::npos || lower.find("timeout") != std::string::npos;
     throw std::runtime_error(std::string("data parallel: the ") + what + " on rank " + std::to_string(w.rank) +
                              " failed: another rank " +
-                             (why.find("Timed out") != std::string::npos
+                             (timed_out
                                   ? "did not answer for " + std::to_string(w.timeout_s) + " s (hung, or stopped)"
                                   : "is gone (it ended or was killed)") +
                              " [" + why.substr(0, why.find('\n')) + "]");

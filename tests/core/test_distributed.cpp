@@ -304,7 +304,7 @@ class TestDistributed : public QObject {
     QVERIFY(launcher.waitForFinished(60000));
     out += QString::fromUtf8(launcher.readAll());
     QCOMPARE(launcher.exitCode(), 1);
-    QVERIFY2(out.contains("did not answer for 3 s") && out.contains("killing rank 1"), qPrintable(out));
+    QVERIFY2(out.contains("did not answer for 3 s") && out.contains("killing rank 1"), qPrintable(out.right(900)));
     qInfo("the run ended %lld ms after rank 1 hung", static_cast<long long>(timer.elapsed()));
   }
 
