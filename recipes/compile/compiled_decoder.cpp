@@ -30,6 +30,12 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
+// TUNEBENCH_COMPILE_PLANT_ERROR: a wrong attention kernel, for the tests of the warm-up's judge.
+double planted_attention_error() {
+  const char* text = std::getenv("TUNEBENCH_COMPILE_PLANT_ERROR");
+  return text && *text ? std::atof(text) : 0.0;
+}
+
 // A norm through the fused kernel; Gemma's (1 + w) norm, which the kernel does not compute, as its
 // eager module inside the compiled step.
 torch::Tensor compiled_norm(models::RMSNormImpl& norm, const torch::Tensor& x) {
@@ -41,6 +47,7 @@ torch::Tensor compiled_norm(models::RMSNormImpl& norm, const torch::Tensor& x) {
 torch::Tensor compiled_layer(models::TransformerSelfAttentionLayerImpl& layer, const torch::Tensor& x,
                              const models::PositionInfo& pos, const CompilePlan& plan) {
   auto attn = compiled_attention(*layer.attn, compiled_norm(*layer.sa_norm, x), pos, plan.attn_block, plan.gemm);
+  if (static const double planted = planted_attention_error(); planted != 0) attn = attn * (1.0 + planted);
   torch::Tensor h, n;
   if (layer.sa_scale) {
     h = x + compiled_norm(*layer.sa_scale, attn);
@@ -191,6 +198,7 @@ nlohmann::json WarmupReport::event() const {
                       {"loss_rel_diff", loss_rel_diff}, {"grad_rel_diff", grad_rel_diff}};
   if (!reason.empty()) e["reason"] = reason;
   if (plan_given) e["plan_given"] = true;
+  if (!error_vs_fp32.is_null()) e["error_vs_fp32"] = error_vs_fp32;
   if (!plan.is_null()) e["plan"] = plan;
   e["eager_pieces"] = eager;
   return e;
@@ -205,6 +213,90 @@ std::vector<torch::Tensor> take_grads(const std::vector<torch::Tensor>& params) 
     p.mutable_grad() = torch::Tensor();
   }
   return out;
+}
+
+// The eager step once more in fp32 on the same weights (bf16 tensors upcast in place, exactly, and back
+// after): the loss and the gradients of `params` (fp32) that a bf16 step is judged against.
+std::pair<double, std::vector<torch::Tensor>> fp32_reference(models::TransformerDecoderImpl& model,
+                                                             const data::TensorBatch& batch,
+                                                             const models::LossSpec& spec,
+                                                             const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> upcast;
+  for (auto t : model.parameters())
+    if (t.scalar_type() == torch::kBFloat16) upcast.push_back(t);
+  for (auto t : model.buffers())
+    if (t.scalar_type() == torch::kBFloat16) upcast.push_back(t);
+  for (auto& t : upcast) t.set_data(t.data().to(torch::kFloat));
+  double loss = 0;
+  std::vector<torch::Tensor> grads;
+  try {
+    auto l = models::token_loss_sum(model, model.forward_hidden(batch.tokens, batch.input_pos), batch.labels, spec);
+    l.backward();
+    loss = l.item<double>();
+    grads = take_grads(params);
+  } catch (...) {
+    for (auto& t : upcast) t.set_data(t.data().to(torch::kBFloat16));
+    throw;
+  }
+  for (auto& t : upcast) t.set_data(t.data().to(torch::kBFloat16));
+  return {loss, std::move(grads)};
+}
+
+// Which part of the model a parameter belongs to, for the judge's per-group errors.
+std::string parameter_group(const std::string& name) {
+  std::string group = name.find(".attn.") != std::string::npos  ? "attention"
+                      : name.find(".mlp.") != std::string::npos ? "mlp"
+                      : name.find("tok_embeddings") != std::string::npos ? "embeddings"
+                      : name.find("output") != std::string::npos         ? "output"
+                                                                         : "norms";
+  return name.find("lora_") != std::string::npos ? group + " (LoRA)" : group;
+}
+
+// The bf16 judge (kErrorFactor, kErrorFloor, kErrorBound): each step's error against the fp32 reference,
+// of the loss and of each group's gradients (the norm of the group's difference over the norm of its
+// reference). Fills report.error_vs_fp32; returns why the fused step fails, or "" when it passes.
+std::string judge_against_fp32(models::TransformerDecoderImpl& model, const std::vector<torch::Tensor>& params,
+                               double eager_loss, const std::vector<torch::Tensor>& eager_grads, double fused_loss,
+                               const std::vector<torch::Tensor>& fused_grads, double ref_loss,
+                               const std::vector<torch::Tensor>& ref_grads, nlohmann::json& out) {
+  std::map<const void*, std::string> names;
+  for (const auto& item : model.named_parameters()) names[item.value().unsafeGetTensorImpl()] = item.key();
+  struct Sums {
+    double ref = 0, eager = 0, fused = 0;  // squared norms
+  };
+  std::map<std::string, Sums> groups;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!ref_grads[i].defined()) continue;
+    Sums& g = groups[parameter_group(names[params[i].unsafeGetTensorImpl()])];
+    const auto ref = ref_grads[i].to(torch::kFloat);
+    auto sq_diff = [&](const torch::Tensor& t) {
+      const auto d = (t.defined() ? t.to(torch::kFloat) : torch::zeros_like(ref)) - ref;
+      return d.square().sum().item<double>();
+    };
+    g.ref += ref.square().sum().item<double>();
+    g.eager += sq_diff(eager_grads[i]);
+    g.fused += sq_diff(fused_grads[i]);
+  }
+  std::string failure;
+  auto judge = [&](const std::string& what, double eager, double fused) {
+    out[what == "loss" ? "loss" : "groups"];
+    nlohmann::json& slot = what == "loss" ? out["loss"] : out["groups"][what];
+    slot = {{"eager", eager}, {"compiled", fused}};
+    const bool ok = fused <= std::max(kErrorFactor * eager, kErrorFloor) && fused <= kErrorBound;
+    if (!ok && failure.empty()) {
+      std::ostringstream why;
+      why << what << ": the compiled step is " << fused << " away from the fp32 step, eager bf16 " << eager
+          << " (allowed: " << kErrorFactor << "x eager's, at least " << kErrorFloor << ", at most " << kErrorBound
+          << ")";
+      failure = why.str();
+    }
+  };
+  judge("loss", relative(eager_loss, ref_loss), relative(fused_loss, ref_loss));
+  for (const auto& [name, g] : groups) {
+    const double norm = std::sqrt(std::max(g.ref, 1e-30));
+    judge(name, std::sqrt(g.eager) / norm, std::sqrt(g.fused) / norm);
+  }
+  return failure;
 }
 
 // The attention tile that runs forward + backward fastest at this batch's shape, timed on random
@@ -381,13 +473,28 @@ WarmupReport warm_up(CompiledDecoderImpl& compiled, const data::TensorBatch& bat
   }
   const char* force = std::getenv("TUNEBENCH_COMPILE_FORCE_MISMATCH");
   const bool forced = force && std::string(force) == "1";
-  if (forced || !(report.loss_rel_diff <= tolerance) || !(report.grad_rel_diff <= tolerance)) {
+  std::string failure;
+  if (dtype == torch::kBFloat16) {
+    // bf16 eager is itself some way from the exact step: both are judged against the step in fp32.
+    auto fused_grads = take_grads(params);
+    generator.set_state(rng_before);
+    const auto [ref_loss, ref_grads] = fp32_reference(model, batch, spec, params);
+    failure = judge_against_fp32(model, params, eager_loss.item<double>(), eager_grads, fused_loss.item<double>(),
+                                 fused_grads, ref_loss, ref_grads, report.error_vs_fp32);
+    for (size_t i = 0; i < params.size(); ++i) {
+      auto p = params[i];
+      p.mutable_grad() = fused_grads[i];
+    }
+  } else if (!(report.loss_rel_diff <= tolerance) || !(report.grad_rel_diff <= tolerance)) {
     std::ostringstream why;
-    why << (forced ? "forced mismatch (TUNEBENCH_COMPILE_FORCE_MISMATCH=1); " : "") << "loss differs by "
-        << report.loss_rel_diff << " and gradients by " << report.grad_rel_diff << " (relative; tolerance "
-        << tolerance << ")";
+    why << "loss differs by " << report.loss_rel_diff << " and gradients by " << report.grad_rel_diff
+        << " (relative; tolerance " << tolerance << ")";
+    failure = why.str();
+  }
+  if (forced || !failure.empty()) {
     report.fallback = true;
-    report.reason = why.str();
+    report.reason = (forced ? "forced mismatch (TUNEBENCH_COMPILE_FORCE_MISMATCH=1)" : std::string()) +
+                    (forced && !failure.empty() ? "; " : "") + failure;
     for (size_t i = 0; i < params.size(); ++i) {
       auto p = params[i];
       p.mutable_grad() = eager_grads[i];

@@ -81,17 +81,29 @@ struct WarmupReport {
   double seconds = 0;           // the whole warm-up: tuning (unless cached) and both passes
   double loss_rel_diff = 0;     // |fused - eager| / |eager| of the first batch's loss
   double grad_rel_diff = 0;     // the largest relative difference of a parameter's gradient norm
+  // bf16: both steps' errors against the same step computed in fp32 (the judge; eager's own rounding is
+  // the yardstick): {"loss": {"eager": e, "compiled": c}, "groups": {"attention": {...}, ...}}.
+  nlohmann::json error_vs_fp32;
   nlohmann::json plan;          // the plan it ran (CompilePlan::to_json)
   std::vector<std::string> eager;  // pieces of the step that run as eager ops (eager_pieces)
   nlohmann::json event() const; // {"event":"compile","seconds":…,"cache_hit":…,"fallback":…,"plan":…,...}
 };
 
+// How a bf16 fused step is judged: against the step computed in fp32 on the same weights and batch, its
+// error in the loss and in each parameter group's gradients may be at most kErrorFactor times eager
+// bf16's own error there (or kErrorFloor, when eager's is smaller), and never above kErrorBound.
+inline constexpr double kErrorFactor = 2.0;
+inline constexpr double kErrorFloor = 1e-2;
+inline constexpr double kErrorBound = 0.25;
+
 // The first micro-batch of a compiled run, with the gradients of `params` zero or undefined: runs
 // the eager step, chooses the plan (from the cache, or by timing the candidates), runs the fused step
-// and compares loss and per-parameter gradient norms within `tolerance` (relative). Leaves the
+// and judges it: in fp32 against eager (loss and per-parameter gradient norms within `tolerance`,
+// relative); in bf16 against the fp32 reference above (`tolerance` unused). Leaves the
 // gradients of the path it kept in `params`. On a device without a backend
 // (unsupported_device_reason) it runs only the eager step and reports a fallback. TUNEBENCH_COMPILE_FORCE_MISMATCH=1 forces a mismatch
-// (for tests of the fallback).
+// (for tests of the fallback); TUNEBENCH_COMPILE_PLANT_ERROR=<relative error> makes the fused attention's
+// output that much wrong (for tests that the judge catches a wrong kernel).
 // `given`: the plan to run instead of the cache's or a tuned one (a data-parallel run's ranks run rank 0's).
 WarmupReport warm_up(CompiledDecoderImpl& compiled, const data::TensorBatch& batch, const models::LossSpec& spec,
                      const std::vector<torch::Tensor>& params, double tolerance, const CompilePlan* given = nullptr);

@@ -32,8 +32,9 @@ CompiledStep::CompiledStep(models::TransformerDecoder model, const OptimizerFact
 }
 
 at::Tensor CompiledStep::warm_up(const data::TensorBatch& batch) {
-  // fp32 sums agree to rounding; bf16 keeps 8 bits of mantissa.
-  const double tolerance = model_->tok_embeddings->weight.scalar_type() == at::kFloat ? 1e-3 : 5e-2;
+  // fp32: fused and eager agree to rounding. bf16 is judged against the step in fp32 instead
+  // (compile::kErrorFactor), so this tolerance is fp32's only.
+  const double tolerance = 1e-3;
   // A data-parallel run computes the plan once: rank 0 chooses it, the other ranks run it.
   distributed::ProcessGroup* group = options_.group;
   std::optional<compile::CompilePlan> rank0_plan;
