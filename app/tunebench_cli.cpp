@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bench/gemm_peak.h"
 #include "bench/step_bench.h"
 #include "bench/tokenize_bench.h"
 #include "components/builtin.h"
@@ -512,6 +513,8 @@ int cmd_bench_compile(const std::string& config, const std::vector<std::string>&
   const fs::path scratch = bench_scratch_dir();
   nlohmann::json figures[2];
   int code = kOk;
+  int64_t sequences = 0, micro_batches = 1;  // per optimizer step, for the FLOPs
+  bool bf16 = false;
   g_running.store(&interrupt);
   for (int compiled = 0; compiled < 2 && code == kOk; ++compiled) {
     auto all = overrides;
@@ -524,6 +527,9 @@ int cmd_bench_compile(const std::string& config, const std::vector<std::string>&
       break;
     }
     try {
+      micro_batches = tb::config::setting_int(*cfg, "gradient_accumulation_steps");
+      sequences = tb::config::setting_int(*cfg, "batch_size") * micro_batches;
+      bf16 = tb::config::setting_string(*cfg, "dtype").rfind("bf", 0) == 0;
       figures[compiled] = tb::bench::bench_steps(*recipe, *cfg, options);
       std::cerr << (compiled ? "compiled: " : "eager:    ") << figures[compiled]["tokens_per_s"].get<double>()
                 << " tokens/s, first step " << figures[compiled]["first_step_s"].get<double>() << " s\n";
@@ -535,9 +541,18 @@ int cmd_bench_compile(const std::string& config, const std::vector<std::string>&
   std::error_code ec;
   fs::remove_all(scratch, ec);
   if (code != kOk) return code;
-  const auto line = tb::bench::compare_eager_and_compiled(figures[0], figures[1]);
+  auto line = tb::bench::compare_eager_and_compiled(figures[0], figures[1]);
+  try {
+    tb::bench::add_machine_limit(line, figures[0], figures[1], sequences, micro_batches, bf16);
+  } catch (const std::exception& e) {
+    std::cerr << "bench compile: the matrix-product peak could not be measured: " << e.what() << "\n";
+  }
   std::cout << "speed-up " << line["speedup"].get<double>() << "x, warm-up " << line["compile_warmup_s"].get<double>()
-            << " s, losses within " << line["loss_max_rel_diff"].get<double>() << " (relative)\n";
+            << " s, losses within " << line["loss_max_rel_diff"].get<double>() << " (relative)";
+  if (line.contains("compile_mfu"))
+    std::cout << "; MFU eager " << 100 * line["eager_mfu"].get<double>() << "%, compiled "
+              << 100 * line["compile_mfu"].get<double>() << "% of the measured peak";
+  std::cout << "\n";
   std::cout << tb::text::json_text(line) << "\n";
   return kOk;
 }

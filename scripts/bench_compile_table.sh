@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The issue-6 table: `bench compile` (eager vs compiled, same batches, one process each) for every
 # recipe, shape and dtype, printed as one Markdown table; each run's JSON line goes to stderr.
-#   scripts/bench_compile_table.sh [15m|110m|all]      default all
-# stories15M at batch 4 x 256 (8 measured steps after 2), stories110M at 2 x 512 (4 after 1); random
-# weights, synthetic ids, 2 threads. Takes ~6 minutes on 2 cores; run nothing else meanwhile.
+#   scripts/bench_compile_table.sh [15m|110m|1b|all]      default all (15m and 110m; 1b only when named)
+# stories15M at batch 4 x 256 (8 measured steps after 2), stories110M at 2 x 512 (4 after 1), the Llama
+# 3.2 1B shape at 1 x 256 (2 after 1); random weights, synthetic ids, 2 threads. 15m + 110m take ~6
+# minutes on 2 cores, 1b about half an hour; run nothing else meanwhile. Each row also says the step's
+# FLOPs against the matrix-product peak measured in the same run (MFU, of the row's dtype).
 # REPEATS=N runs each row N times and keeps the run with the median speed-up (shared machines are noisy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,9 +37,14 @@ print(json.dumps(runs[len(runs) // 2]))')
 
 for dtype in fp32 bf16; do
   for recipe in full lora qlora; do
+    prefix=""; [ "$recipe" = lora ] && prefix=lora_; [ "$recipe" = qlora ] && prefix=qlora_
+    if [ "$which" = 1b ]; then
+      run "llama3.2-1B 1x256" "$dtype" "$recipe" 2 1 model._component_=tunebench.models.${prefix}llama3_2_1b \
+        batch_size=1 dataset.seq_len=256
+      continue
+    fi
     if [ "$which" != 110m ]; then run "stories15m 4x256" "$dtype" "$recipe" 8 2; fi
     if [ "$which" != 15m ]; then
-      prefix=""; [ "$recipe" = lora ] && prefix=lora_; [ "$recipe" = qlora ] && prefix=qlora_
       run "stories110m 2x512" "$dtype" "$recipe" 4 1 model._component_=tunebench.models.${prefix}llama2_stories110m \
         batch_size=2 dataset.seq_len=512
     fi
@@ -46,16 +53,17 @@ done
 
 "$python" - "${lines[@]}" <<'PY'
 import json, sys
-print("| shape | dtype | recipe | eager tok/s | compile tok/s | speedup | eager 1st s | compile 1st s | warm-up s | warm-up cost (steady steps) | plan cache | gemm | fallback | loss max rel diff | eager peak GiB | compile peak GiB |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| shape | dtype | recipe | eager tok/s | compile tok/s | speedup | eager 1st s | compile 1st s | warm-up s | warm-up cost (steady steps) | plan cache | gemm | fallback | loss max rel diff | eager peak GiB | compile peak GiB | peak GFLOP/s | eager MFU | compile MFU |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for arg in sys.argv[1:]:
     shape, dtype, recipe, line = arg.split("|", 3)
     j = json.loads(line)
-    print("| %s | %s | %s | %.0f | %.0f | **%.2fx** | %.2f | %.2f | %.2f | %.1f | %s | %s | %s | %.1e | %.3f | %.3f |" % (
+    peak = (j.get("peak_gemm") or {}).get(dtype, {}).get("gflops", float("nan"))
+    print("| %s | %s | %s | %.0f | %.0f | **%.2fx** | %.2f | %.2f | %.2f | %.1f | %s | %s | %s | %.1e | %.3f | %.3f | %.0f | %.0f%% | %.0f%% |" % (
         shape, dtype, recipe, j["eager_tokens_per_s"],
         j["compile_tokens_per_s"], j["speedup"], j["eager_first_step_s"], j["compile_first_step_s"],
         j["compile_warmup_s"], j.get("warmup_cost_steps", float("nan")), "hit" if j.get("compile_cache_hit") else "miss",
         (j.get("compile_plan") or {}).get("gemm", "?"),
         "yes" if j.get("compile_fallback") else "no", j["loss_max_rel_diff"], j["eager_peak_memory_gib"],
-        j["compile_peak_memory_gib"]))
+        j["compile_peak_memory_gib"], peak, 100 * j.get("eager_mfu", float("nan")), 100 * j.get("compile_mfu", float("nan"))))
 PY

@@ -38,11 +38,13 @@ class BenchLogger : public training::MetricLogger {
   }
   void log_event(const nlohmann::json& e) override {
     if (e.contains("memory")) memory = e["memory"];
+    if (e.contains("shape")) shape = e["shape"];
     if (e.value("event", "") == "compile") compile = e;
   }
 
   std::vector<training::StepMetrics> steps;
   nlohmann::json memory;
+  nlohmann::json shape;    // what the step's FLOPs are counted from (training/memory_budget.h)
   nlohmann::json compile;  // the warm-up event of a compiled run
 
  private:
@@ -167,6 +169,7 @@ nlohmann::json bench_steps(const RecipeInfo& recipe, const config::Config& cfg, 
   for (const auto& s : logger.steps) losses.push_back(s.loss);
   out["losses"] = losses;
   out["compile"] = logger.compile;  // null when not compiled
+  out["shape"] = logger.shape;
   if (!options.profile_path.empty()) out["profile"] = options.profile_path;
   return out;
 }

@@ -12,13 +12,23 @@ class Module;
 namespace torch::optim {
 class Optimizer;
 }
+namespace tb::models {
+class TransformerDecoderImpl;
+}
 
 namespace tb::training {
 
 // An "info" event whose message is the readable line and whose "memory" object holds the bytes
 // (frozen_bytes, trainable_bytes, gradient_bytes, optimizer_bytes, and the element counts), for the
-// bench and the GUI.
-nlohmann::json memory_budget_event(const torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
+// bench and the GUI; its "shape" object, what a step's FLOPs are counted from (matmul_params: the
+// weights every token multiplies, NF4 and a tied head included; trainable_matmul_params; layers,
+// attention_dim, dim, hidden), for `bench compile`'s MFU.
+nlohmann::json memory_budget_event(const models::TransformerDecoderImpl& model, const torch::optim::Optimizer& optimizer,
                                    const std::vector<at::Tensor>& trainable);
+
+// A training step's model FLOPs (forward and backward, no recomputation) from the "shape" object above:
+// every matmul weight twice forward and twice for the input gradients, a trainable one twice more for
+// its own gradient, per token; causal attention 6 * layers * attention_dim * seq_len^2 per sequence.
+double step_flops(const nlohmann::json& shape, int64_t sequences, int64_t seq_len);
 
 }  // namespace tb::training
