@@ -2,6 +2,7 @@
 
 #include <torch/version.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -38,21 +40,31 @@ double planted_attention_error() {
 
 // A norm through the fused kernel; Gemma's (1 + w) norm, which the kernel does not compute, as its
 // eager module inside the compiled step.
-torch::Tensor compiled_norm(models::RMSNormImpl& norm, const torch::Tensor& x) {
-  return norm.offset ? norm.forward(x) : fused_rms_norm(x, norm.scale, norm.eps);
+torch::Tensor compiled_norm(models::RMSNormImpl& norm, const torch::Tensor& x, const CompilePlan& plan) {
+  return norm.offset || plan.runs_eager("norms") ? norm.forward(x) : fused_rms_norm(x, norm.scale, norm.eps);
+}
+
+torch::Tensor compiled_projection(torch::nn::AnyModule& projection, const torch::Tensor& x, const CompilePlan& plan) {
+  return plan.runs_eager("mlp projections") ? projection.forward(x) : project(projection, x, plan.gemm);
 }
 
 // One decoder layer through the fused kernels; the pieces they do not cover (ModelArgs' family
 // features, eager_pieces()) run as the eager ops in their place.
 torch::Tensor compiled_layer(models::TransformerSelfAttentionLayerImpl& layer, const torch::Tensor& x,
                              const models::PositionInfo& pos, const CompilePlan& plan) {
-  auto attn = compiled_attention(*layer.attn, compiled_norm(*layer.sa_norm, x), pos, plan.attn_block, plan.gemm);
-  if (static const double planted = planted_attention_error(); planted != 0) attn = attn * (1.0 + planted);
+  const auto normed = compiled_norm(*layer.sa_norm, x, plan);
+  torch::Tensor attn;
+  if (plan.runs_eager("attention")) {
+    attn = layer.attn->forward(normed, pos);
+  } else {
+    attn = compiled_attention(*layer.attn, normed, pos, plan.attn_block, plan.gemm);
+    if (static const double planted = planted_attention_error(); planted != 0) attn = attn * (1.0 + planted);
+  }
   torch::Tensor h, n;
   if (layer.sa_scale) {
-    h = x + compiled_norm(*layer.sa_scale, attn);
-    n = compiled_norm(*layer.mlp_norm, h);
-  } else if (layer.mlp_norm->offset) {
+    h = x + compiled_norm(*layer.sa_scale, attn, plan);
+    n = compiled_norm(*layer.mlp_norm, h, plan);
+  } else if (layer.mlp_norm->offset || plan.runs_eager("norms")) {
     h = x + attn;
     n = layer.mlp_norm->forward(h);
   } else {
@@ -61,19 +73,19 @@ torch::Tensor compiled_layer(models::TransformerSelfAttentionLayerImpl& layer, c
   auto& mlp = *layer.mlp;
   torch::Tensor gate, up;
   if (mlp.fused()) {
-    const auto both = project(mlp.gate_up_proj, n, plan.gemm);
+    const auto both = compiled_projection(mlp.gate_up_proj, n, plan);
     const int64_t hidden = both.size(-1) / 2;
     gate = both.narrow(-1, 0, hidden);
     up = both.narrow(-1, hidden, hidden);
   } else {
-    gate = project(mlp.w1, n, plan.gemm);  // w1 before w3, as FeedForward runs them
-    up = project(mlp.w3, n, plan.gemm);
+    gate = compiled_projection(mlp.w1, n, plan);  // w1 before w3, as FeedForward runs them
+    up = compiled_projection(mlp.w3, n, plan);
   }
-  const auto act = mlp.activation == models::Activation::silu && gate.is_contiguous() && up.is_contiguous()
-                       ? fused_swiglu(gate, up)
-                       : models::gated_activation(gate, up, mlp.activation);
-  auto m = project(mlp.w2, act, plan.gemm);
-  if (layer.mlp_scale) m = compiled_norm(*layer.mlp_scale, m);
+  const bool fused_swiglu_ok = mlp.activation == models::Activation::silu && gate.is_contiguous() &&
+                               up.is_contiguous() && !plan.runs_eager("swiglu");
+  const auto act = fused_swiglu_ok ? fused_swiglu(gate, up) : models::gated_activation(gate, up, mlp.activation);
+  auto m = compiled_projection(mlp.w2, act, plan);
+  if (layer.mlp_scale) m = compiled_norm(*layer.mlp_scale, m, plan);
   return h + m;
 }
 
@@ -92,8 +104,14 @@ std::vector<std::string> eager_pieces(const models::ModelArgs& a) {
   return out;
 }
 
+bool CompilePlan::runs_eager(const char* piece) const {
+  return std::find(eager_kernels.begin(), eager_kernels.end(), piece) != eager_kernels.end();
+}
+
 nlohmann::json CompilePlan::to_json() const {
-  return {{"ce_chunk_rows", ce_chunk_rows}, {"attn_block", attn_block}, {"gemm", gemm_backend_name(gemm)}};
+  nlohmann::json j = {{"ce_chunk_rows", ce_chunk_rows}, {"attn_block", attn_block}, {"gemm", gemm_backend_name(gemm)}};
+  if (!eager_kernels.empty()) j["eager_kernels"] = eager_kernels;
+  return j;
 }
 
 std::optional<CompilePlan> CompilePlan::from_json(const nlohmann::json& j) {
@@ -105,6 +123,10 @@ std::optional<CompilePlan> CompilePlan::from_json(const nlohmann::json& j) {
   if (plan.ce_chunk_rows < 1 || plan.attn_block < 1 || !gemm) return std::nullopt;
   if (*gemm == GemmBackend::onednn && !onednn_available()) return std::nullopt;  // a plan of another build
   plan.gemm = *gemm;
+  if (j.contains("eager_kernels") && j["eager_kernels"].is_array())
+    for (const auto& piece : j["eager_kernels"])
+      if (piece.is_string() && std::find(kFusedPieces.begin(), kFusedPieces.end(), piece.get<std::string>()) != kFusedPieces.end())
+        plan.eager_kernels.push_back(piece.get<std::string>());
   return plan;
 }
 
@@ -117,7 +139,7 @@ torch::Tensor CompiledDecoderImpl::forward_hidden(const torch::Tensor& tokens, c
   auto h = m.embed(tokens);
   const auto pos = m.make_positions(tokens.size(0), tokens.size(1), input_pos, {}, tokens.device());
   for (int64_t i = 0; i < m.num_layers(); ++i) h = compiled_layer(m.layer(i), h, pos, plan);
-  return compiled_norm(*m.norm, h);
+  return compiled_norm(*m.norm, h, plan);
 }
 
 torch::Tensor CompiledDecoderImpl::output_weight() {
@@ -132,7 +154,7 @@ torch::Tensor CompiledDecoderImpl::output_weight() {
 torch::Tensor CompiledDecoderImpl::token_loss_sum(const torch::Tensor& hidden, const torch::Tensor& labels,
                                                   const models::LossSpec& spec) {
   const auto weight = output_weight();
-  if (!weight.defined()) return models::token_loss_sum(*orig_, hidden, labels, spec);
+  if (!weight.defined() || plan.runs_eager("loss")) return models::token_loss_sum(*orig_, hidden, labels, spec);
   return fused_linear_cross_entropy(hidden.reshape({-1, hidden.size(-1)}), weight, labels.reshape({-1}),
                                     spec.ignore_index, plan.ce_chunk_rows, plan.gemm);
 }
@@ -454,47 +476,77 @@ WarmupReport warm_up(CompiledDecoderImpl& compiled, const data::TensorBatch& bat
     store_plan(key, compiled.plan);
   }
 
-  report.plan = compiled.plan.to_json();
-
-  // The fused step, compared.
-  generator.set_state(rng_before);
-  auto fused_loss = compiled.token_loss_sum(compiled.forward_hidden(batch.tokens, batch.input_pos), batch.labels, spec);
-  fused_loss.backward();
-  report.loss_rel_diff = relative(fused_loss.item<double>(), eager_loss.item<double>());
-  for (size_t i = 0; i < params.size(); ++i) {
-    const auto& g = params[i].grad();
-    if (!g.defined() || !eager_grads[i].defined()) {
-      if (g.defined() != eager_grads[i].defined()) report.grad_rel_diff = INFINITY;
-      continue;
-    }
-    const double ref = eager_grads[i].norm().item<double>();
-    const double diff = (g.to(torch::kFloat) - eager_grads[i].to(torch::kFloat)).norm().item<double>();
-    report.grad_rel_diff = std::max(report.grad_rel_diff, diff / std::max(ref, 1e-12));
-  }
+  // The fused step, judged: in fp32 against eager; in bf16 against the step in fp32 (computed once).
   const char* force = std::getenv("TUNEBENCH_COMPILE_FORCE_MISMATCH");
   const bool forced = force && std::string(force) == "1";
-  std::string failure;
-  if (dtype == torch::kBFloat16) {
+  std::optional<std::pair<double, std::vector<torch::Tensor>>> reference;
+  auto run_fused = [&]() -> std::pair<torch::Tensor, std::string> {
+    generator.set_state(rng_before);
+    auto fused_loss = compiled.token_loss_sum(compiled.forward_hidden(batch.tokens, batch.input_pos), batch.labels, spec);
+    fused_loss.backward();
+    report.loss_rel_diff = relative(fused_loss.item<double>(), eager_loss.item<double>());
+    report.grad_rel_diff = 0;
+    for (size_t i = 0; i < params.size(); ++i) {
+      const auto& g = params[i].grad();
+      if (!g.defined() || !eager_grads[i].defined()) {
+        if (g.defined() != eager_grads[i].defined()) report.grad_rel_diff = INFINITY;
+        continue;
+      }
+      const double ref = eager_grads[i].norm().item<double>();
+      const double diff = (g.to(torch::kFloat) - eager_grads[i].to(torch::kFloat)).norm().item<double>();
+      report.grad_rel_diff = std::max(report.grad_rel_diff, diff / std::max(ref, 1e-12));
+    }
+    if (dtype != torch::kBFloat16) {
+      if (report.loss_rel_diff <= tolerance && report.grad_rel_diff <= tolerance) return {fused_loss, ""};
+      std::ostringstream why;
+      why << "loss differs by " << report.loss_rel_diff << " and gradients by " << report.grad_rel_diff
+          << " (relative; tolerance " << tolerance << ")";
+      return {fused_loss, why.str()};
+    }
     // bf16 eager is itself some way from the exact step: both are judged against the step in fp32.
     auto fused_grads = take_grads(params);
-    generator.set_state(rng_before);
-    const auto [ref_loss, ref_grads] = fp32_reference(model, batch, spec, params);
-    failure = judge_against_fp32(model, params, eager_loss.item<double>(), eager_grads, fused_loss.item<double>(),
-                                 fused_grads, ref_loss, ref_grads, report.error_vs_fp32);
+    if (!reference) {
+      generator.set_state(rng_before);
+      reference = fp32_reference(model, batch, spec, params);
+    }
+    report.error_vs_fp32 = nlohmann::json();
+    const std::string failure =
+        judge_against_fp32(model, params, eager_loss.item<double>(), eager_grads, fused_loss.item<double>(),
+                           fused_grads, reference->first, reference->second, report.error_vs_fp32);
     for (size_t i = 0; i < params.size(); ++i) {
       auto p = params[i];
       p.mutable_grad() = fused_grads[i];
     }
-  } else if (!(report.loss_rel_diff <= tolerance) || !(report.grad_rel_diff <= tolerance)) {
-    std::ostringstream why;
-    why << "loss differs by " << report.loss_rel_diff << " and gradients by " << report.grad_rel_diff
-        << " (relative; tolerance " << tolerance << ")";
-    failure = why.str();
+    return {fused_loss, failure};
+  };
+  auto [fused_loss, failure] = run_fused();
+  // A failed check sends the fused kernels back to eager one at a time: the first piece whose eager ops
+  // make the step pass runs eager for the run, the rest stays fused. Only when none does is the whole
+  // step eager.
+  if (!failure.empty() && !forced) {
+    const std::string first_failure = failure;
+    const nlohmann::json first_errors = report.error_vs_fp32;
+    for (const std::string& piece : kFusedPieces) {
+      take_grads(params);
+      compiled.plan.eager_kernels = {piece};
+      std::tie(fused_loss, failure) = run_fused();
+      if (failure.empty()) {
+        report.eager.push_back(piece + " (its fused kernel failed the check: " + first_failure + ")");
+        break;
+      }
+    }
+    if (!failure.empty()) {
+      compiled.plan.eager_kernels.clear();
+      failure = first_failure;
+      report.error_vs_fp32 = first_errors;
+    }
   }
+  report.plan = compiled.plan.to_json();
   if (forced || !failure.empty()) {
     report.fallback = true;
     report.reason = (forced ? "forced mismatch (TUNEBENCH_COMPILE_FORCE_MISMATCH=1)" : std::string()) +
-                    (forced && !failure.empty() ? "; " : "") + failure;
+                    (forced && !failure.empty() ? "; " : "") + failure +
+                    (forced ? "" : " (and with any one fused kernel run as eager ops)");
     for (size_t i = 0; i < params.size(); ++i) {
       auto p = params[i];
       p.mutable_grad() = eager_grads[i];

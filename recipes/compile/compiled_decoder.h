@@ -28,6 +28,10 @@ struct CompilePlan {
   int64_t ce_chunk_rows = 1024;  // rows of the fused output projection + cross entropy per chunk
   int64_t attn_block = 128;      // queries (and keys) per tile of the fused causal attention
   GemmBackend gemm = GemmBackend::aten;  // who computes the step's matrix products (compile/gemm.h)
+  // Fused kernels that failed the warm-up's check: each runs as its eager ops inside the compiled step
+  // (kFusedPieces names them). Never cached: the warm-up decides it for its run.
+  std::vector<std::string> eager_kernels;
+  bool runs_eager(const char* piece) const;
   nlohmann::json to_json() const;
   // Inverse of to_json; nullopt for JSON that is not a plan this build can run.
   static std::optional<CompilePlan> from_json(const nlohmann::json& j);
@@ -55,6 +59,11 @@ TORCH_MODULE(CompiledDecoder);
 
 // The torch.compile-style wrapper around `model` (which it shares, not copies).
 CompiledDecoder wrap_compile(models::TransformerDecoder model);
+
+// The fused kernels a failed check can send back to eager one at a time: "attention" (with its
+// projections and rotary), "norms" (with the residual add), "swiglu", "mlp projections", "loss" (the
+// output projection with the cross entropy).
+inline const std::vector<std::string> kFusedPieces = {"attention", "norms", "swiglu", "mlp projections", "loss"};
 
 // The pieces of a model's step no fused kernel computes, which run as their eager ops inside the compiled
 // step (Gemma's (1 + w) norms, q/k norms, partial rotary, soft-capping, sliding windows, GeGLU, ...):
@@ -85,7 +94,7 @@ struct WarmupReport {
   // the yardstick): {"loss": {"eager": e, "compiled": c}, "groups": {"attention": {...}, ...}}.
   nlohmann::json error_vs_fp32;
   nlohmann::json plan;          // the plan it ran (CompilePlan::to_json)
-  std::vector<std::string> eager;  // pieces of the step that run as eager ops (eager_pieces)
+  std::vector<std::string> eager;  // pieces of the step that run as eager ops (eager_pieces, then failed kernels)
   nlohmann::json event() const; // {"event":"compile","seconds":…,"cache_hit":…,"fallback":…,"plan":…,...}
 };
 

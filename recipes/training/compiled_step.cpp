@@ -48,6 +48,13 @@ at::Tensor CompiledStep::warm_up(const data::TensorBatch& batch) {
   // The ranks step alike: when one falls back, all do.
   if (group && group->sum({report.fallback ? 1.0 : 0.0})[0] > 0 && !report.fallback)
     fallback = "another rank's fused step disagreed with eager";
+  if (fallback.empty() && !compiled_->plan.eager_kernels.empty()) {
+    std::string pieces;
+    for (const auto& piece : compiled_->plan.eager_kernels) pieces += (pieces.empty() ? "" : ", ") + piece;
+    events_.log_event({{"event", "warning"},
+                       {"message", "compile: the fused " + pieces + " failed the warm-up's check; " + pieces +
+                                       " runs as eager ops inside the compiled step, the rest stays fused"}});
+  }
   if (!fallback.empty()) {
     fused_ = false;
     if (fused_adamw_) fused_adamw_->set_fused(false);  // the fallen-back run steps as eager, bit for bit
