@@ -7,6 +7,8 @@
 # minutes on 2 cores, 1b about half an hour; run nothing else meanwhile. Each row also says the step's
 # FLOPs against the matrix-product peak measured in the same run (MFU, of the row's dtype).
 # REPEATS=N runs each row N times and keeps the run with the median speed-up (shared machines are noisy).
+# RECIPES="lora qlora" limits the recipes (a full fine-tune of the 1B shape in fp32 needs ~20 GiB for weights,
+# gradients and AdamW states alone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which=${1:-all}
@@ -36,7 +38,7 @@ print(json.dumps(runs[len(runs) // 2]))')
 }
 
 for dtype in fp32 bf16; do
-  for recipe in full lora qlora; do
+  for recipe in ${RECIPES:-full lora qlora}; do
     prefix=""; [ "$recipe" = lora ] && prefix=lora_; [ "$recipe" = qlora ] && prefix=qlora_
     if [ "$which" = 1b ]; then
       run "llama3.2-1B 1x256" "$dtype" "$recipe" 2 1 model._component_=tunebench.models.${prefix}llama3_2_1b \
