@@ -41,7 +41,7 @@ for dtype in fp32 bf16; do
   for recipe in ${RECIPES:-full lora qlora}; do
     prefix=""; [ "$recipe" = lora ] && prefix=lora_; [ "$recipe" = qlora ] && prefix=qlora_
     if [ "$which" = 1b ]; then
-      run "llama3.2-1B 1x256" "$dtype" "$recipe" 2 1 model._component_=tunebench.models.${prefix}llama3_2_1b \
+      run "llama3.2-1B 1x256" "$dtype" "$recipe" 2 1 model._component_=torchtune.models.llama3_2.${prefix}llama3_2_1b \
         batch_size=1 dataset.seq_len=256
       continue
     fi
