@@ -235,39 +235,22 @@ int cmd_run(const std::string& recipe_name, const std::string& config, const std
   return kOk;
 }
 
-struct LaunchArgs {
-  int nproc_per_node = 0;  // 0: no launcher, this process runs the recipe
-  int nnodes = 1;
-  int node_rank = 0;
-  std::string master_addr = "127.0.0.1";
-  int master_port = 0;
-  std::string rdzv_endpoint;  // host:port, as torchrun's
-  int timeout_s = 1800;
-};
-
 // `run --nproc-per-node N`: N workers of this program on this machine, each running the recipe as one
 // rank (distributed/launcher.h). The config is checked here first, so its errors are said once.
 int cmd_launch(const std::string& recipe_name, const std::string& config, const std::vector<std::string>& overrides,
-               LaunchArgs launch) {
+               tb::distributed::LaunchOptions options, const std::string& rdzv_endpoint) {
   if (!is_distributed_recipe(recipe_name))
     return fail("--nproc-per-node runs a distributed recipe (full_finetune_distributed, lora_finetune_distributed), not " +
                 recipe_name);
   if (!load(config, overrides, recipe_name, true)) return kUserError;
-  tb::distributed::LaunchOptions options;
-  options.nproc_per_node = launch.nproc_per_node;
-  options.nnodes = launch.nnodes;
-  options.node_rank = launch.node_rank;
-  options.master_addr = launch.master_addr;
-  options.master_port = launch.master_port;
-  options.timeout_s = launch.timeout_s;
-  if (!launch.rdzv_endpoint.empty()) {
-    const auto colon = launch.rdzv_endpoint.rfind(':');
-    if (colon == std::string::npos || colon == 0) return fail("--rdzv-endpoint must be HOST:PORT, got '" + launch.rdzv_endpoint + "'");
-    options.master_addr = launch.rdzv_endpoint.substr(0, colon);
+  if (!rdzv_endpoint.empty()) {
+    const auto colon = rdzv_endpoint.rfind(':');
+    if (colon == std::string::npos || colon == 0) return fail("--rdzv-endpoint must be HOST:PORT, got '" + rdzv_endpoint + "'");
+    options.master_addr = rdzv_endpoint.substr(0, colon);
     try {
-      options.master_port = std::stoi(launch.rdzv_endpoint.substr(colon + 1));
+      options.master_port = std::stoi(rdzv_endpoint.substr(colon + 1));
     } catch (const std::exception&) {
-      return fail("--rdzv-endpoint must be HOST:PORT, got '" + launch.rdzv_endpoint + "'");
+      return fail("--rdzv-endpoint must be HOST:PORT, got '" + rdzv_endpoint + "'");
     }
   }
   std::error_code ec;
@@ -578,7 +561,8 @@ struct Args {
   std::string checkpoint;
   size_t preview_samples = 3;
   bool json = false;
-  LaunchArgs launch;
+  tb::distributed::LaunchOptions launch{0};  // nproc_per_node 0: no launcher, this process runs the recipe
+  std::string rdzv_endpoint;                 // HOST:PORT, as torchrun's
 };
 
 void add_overrides(CLI::App* cmd, Args& a) {
@@ -616,7 +600,7 @@ int run_cli(int argc, char** argv) {
       ->capture_default_str();
   run->add_option("--master-addr", a.launch.master_addr, "address of machine 0")->capture_default_str();
   run->add_option("--master-port", a.launch.master_port, "its rendezvous port (default: a free one on one machine, 29500 across machines)");
-  run->add_option("--rdzv-endpoint", a.launch.rdzv_endpoint, "HOST:PORT, instead of --master-addr and --master-port");
+  run->add_option("--rdzv-endpoint", a.rdzv_endpoint, "HOST:PORT, instead of --master-addr and --master-port");
   run->add_option("--dist-timeout", a.launch.timeout_s,
                   "seconds a worker waits for a silent peer before the run fails")->capture_default_str()->check(CLI::Range(1, 86400));
 
@@ -725,7 +709,7 @@ int run_cli(int argc, char** argv) {
   if (*ls) return cmd_ls();
   if (*cp) return cmd_cp(a.source, a.destination, a.force);
   if (*validate) return cmd_validate(a.config, a.overrides, a.recipe, !a.no_components);
-  if (*run && a.launch.nproc_per_node > 0) return cmd_launch(a.recipe, a.config, a.overrides, a.launch);
+  if (*run && a.launch.nproc_per_node > 0) return cmd_launch(a.recipe, a.config, a.overrides, a.launch, a.rdzv_endpoint);
   if (*run) return cmd_run(a.recipe, a.config, a.overrides);
   if (*eval) return cmd_eval(a.config, a.overrides);
   if (*generate) return cmd_generate(a.config, a.overrides, a.generate);

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "training/metric_loggers.h"
+
 namespace tb::ui {
 
 ProcessRun::ProcessRun(QObject* parent) : QObject(parent) {
@@ -47,11 +49,7 @@ bool ProcessRun::start(const tb::config::Config& config, const QString& recipe, 
     if (error) *error = "tunebench-cli, which starts the worker processes, is not at " + cli;
     return false;
   }
-  const QString outputDir = QString::fromStdString(config.get_string("output_dir", ""));
-  // Where the run's DiskLogger writes (training/metric_loggers.h): metric_logger.log_dir, else <output_dir>/logs.
-  const std::string logDir = config.get_string("metric_logger.log_dir", "");
-  logPath_ = logDir.empty() ? QDir(outputDir).filePath("logs/metrics.jsonl")
-                            : QDir(QString::fromStdString(logDir)).filePath("metrics.jsonl");
+  logPath_ = QDir(QString::fromStdString(tb::training::metrics_log_dir(config))).filePath("metrics.jsonl");
   QFileInfo existing(logPath_);
   logOffset_ = existing.exists() ? existing.size() : 0;  // a resumed run appends: only what it writes now
   process_.start(cli, {"run", "--nproc-per-node", QString::number(processes), recipe, "--config", config_.fileName()});

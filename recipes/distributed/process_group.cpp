@@ -141,31 +141,12 @@ std::unique_ptr<PendingSum> ProcessGroup::start_sum(const std::vector<at::Tensor
   return std::make_unique<GlooSum>(*impl_->gloo, world_, tensors);
 }
 
-void ProcessGroup::all_reduce_sum(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes) {
-  std::vector<std::unique_ptr<PendingSum>> pending;  // every bucket in flight at once
-  std::vector<at::Tensor> bucket;
-  int64_t bytes = 0;
-  for (const auto& t : tensors) {
-    if (!bucket.empty() && bytes + t.numel() * 4 > bucket_bytes) {
-      pending.push_back(start_sum(bucket));
-      bucket.clear();
-      bytes = 0;
-    }
-    bucket.push_back(t);
-    bytes += t.numel() * 4;
-  }
-  if (!bucket.empty()) pending.push_back(start_sum(bucket));
-  for (auto& p : pending) p->finish();
-}
-
 std::vector<double> ProcessGroup::sum(const std::vector<double>& values) {
   std::vector<at::Tensor> one{at::tensor(values, at::kDouble)};
   wait_for(impl_->gloo->allreduce(one), world_, "sum of the step's loss and tokens");
   const auto* p = one[0].data_ptr<double>();
   return std::vector<double>(p, p + values.size());
 }
-
-void ProcessGroup::barrier() { wait_for(impl_->gloo->barrier(), world_, "barrier"); }
 
 void ProcessGroup::publish(const std::string& key, const std::string& value) {
   impl_->store->set("tunebench/" + key, std::vector<uint8_t>(value.begin(), value.end()));

@@ -36,16 +36,11 @@ class ProcessGroup {
   bool is_main() const { return world_.rank == 0; }
   const World& world() const { return world_; }
 
-  // Sums `tensors` over the ranks, in place. Tensors of any floating dtype are summed in fp32 buckets
-  // of about `bucket_bytes`, every bucket in flight at once (the reduction of one overlaps the copies of
-  // the next).
-  void all_reduce_sum(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes = 25 << 20);
-  // One bucket's sum, started now and finished later (a step reduces a bucket while backward goes on).
-  // Every rank must start its sums in the same order.
+  // Sums `tensors` over the ranks in one fp32 buffer, started now and finished later (a step sums a
+  // bucket of gradients while backward goes on). Every rank must start its sums in the same order.
   std::unique_ptr<PendingSum> start_sum(const std::vector<at::Tensor>& tensors);
   // The sums over the ranks of a few numbers (a step's loss, its tokens, a stop request).
   std::vector<double> sum(const std::vector<double>& values);
-  void barrier();
 
   // Text that rank 0 publishes under `key` and every other rank waits for (the compile plan, a seed).
   void publish(const std::string& key, const std::string& value);

@@ -198,18 +198,20 @@ void FanOutLogger::flush() {
 
 // ---- from a config ---------------------------------------------------------------------------------------
 
+std::string metrics_log_dir(const config::Config& cfg) {
+  const YAML::Node set = cfg.at("metric_logger.log_dir");
+  if (set.IsDefined() && set.IsScalar()) return set.Scalar();
+  return (std::filesystem::path(cfg.get_string("output_dir", ".")) / "logs").string();
+}
+
 std::unique_ptr<FanOutLogger> make_metric_logger(const config::Config& cfg, const config::Registry& registry) {
   auto fan = std::make_unique<FanOutLogger>();
   fan->set_log_level(parse_log_level(config::setting_string(cfg, "log_level")));
-  std::string output_dir = cfg.get_string("output_dir", ".");
-  std::string log_dir = (std::filesystem::path(output_dir) / "logs").string();
+  const std::string log_dir = metrics_log_dir(cfg);
   YAML::Node node = cfg.at("metric_logger");
   if (node.IsDefined() && node.IsMap()) {
     YAML::Node own = YAML::Clone(node);
-    if (own["log_dir"].IsDefined() && !own["log_dir"].IsNull())
-      log_dir = own["log_dir"].Scalar();
-    else
-      own["log_dir"] = log_dir;
+    own["log_dir"] = log_dir;
     fan->add(registry.build<std::unique_ptr<MetricLogger>>(own));
   }
   if (!fan->contains<DiskLogger>()) fan->add(std::make_shared<DiskLogger>(log_dir));

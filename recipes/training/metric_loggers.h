@@ -123,4 +123,7 @@ class FanOutLogger : public MetricLogger {
 // log file cannot be opened.
 std::unique_ptr<FanOutLogger> make_metric_logger(const config::Config& cfg, const config::Registry& registry);
 
+// Where a run's metrics.jsonl goes: `metric_logger.log_dir` when the config sets one, else <output_dir>/logs.
+std::string metrics_log_dir(const config::Config& cfg);
+
 }  // namespace tb::training
