@@ -20,39 +20,11 @@
 #include <torch/types.h>
 
 #include "checkpoint/lazy_state.h"
+#include "checkpoint/safetensors_header.h"
 
 namespace tb::checkpoint {
 
-// Every problem with a file: the message names the file and, where one is at fault, the tensor.
-class SafetensorsError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;  // the reference implementation's bound
-
-struct TensorEntry {
-  std::string name;
-  std::string dtype;           // F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL
-  std::vector<int64_t> shape;
-  uint64_t begin = 0, end = 0;  // byte range in the data area
-};
-
-struct SafetensorsHeader {
-  std::vector<TensorEntry> tensors;  // sorted by name
-  std::map<std::string, std::string> metadata;
-  uint64_t data_offset = 0;  // 8 + header length: where the data area starts in the file
-  uint64_t data_size = 0;
-};
-
-// Validates a header given its JSON text and the file size: length bound, JSON well-formed, every
-// entry with a known dtype, a shape and data_offsets inside the data area whose size matches
-// numel * itemsize, and no two tensors overlapping. `path` is used in messages only.
-SafetensorsHeader parse_safetensors_header(const std::string& path, const char* json, uint64_t json_len,
-                                           uint64_t file_size);
-
-// Element size in bytes of a safetensors dtype name (0 when unknown) and the LibTorch equivalents.
-size_t safetensors_itemsize(const std::string& dtype);
+// The LibTorch equivalents of safetensors dtype names.
 torch::ScalarType safetensors_scalar_type(const std::string& dtype);  // throws on unknown
 std::string safetensors_dtype_name(torch::ScalarType type);            // throws on unsupported
 
