@@ -228,14 +228,11 @@ models::ModelArgs model_args_from_hf_config(const nlohmann::json& c, const std::
   return a;
 }
 
-namespace {
-// <path>/config.json for a folder, else `path` itself.
 std::string config_file(const std::string& path) {
   struct stat st {};
   const bool is_dir = ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
   return is_dir ? path + "/config.json" : path;
 }
-}  // namespace
 
 nlohmann::json read_hf_config(const std::string& path) {
   const std::string file = config_file(path);

@@ -19,6 +19,8 @@ namespace tb::checkpoint {
 // so such a model reads at most original_max_position_embeddings tokens.
 models::ModelArgs model_args_from_hf_config(const nlohmann::json& config, const std::string& source);
 
+// <folder>/config.json for a folder, else `path` itself.
+std::string config_file(const std::string& path);
 // Reads <folder>/config.json (or the file itself when `path` names a file).
 nlohmann::json read_hf_config(const std::string& path);
 models::ModelArgs read_hf_model_args(const std::string& path);

@@ -23,6 +23,19 @@ using models::ModelArgs;
 using models::TransformerDecoder;
 using peft::LoraSettings;
 
+// The decoder a config.json describes. Its sizes come from that file, so a model that cannot be built
+// from them (more weights than this machine's memory) is refused naming it; reading errors name it already.
+// Settings errors (std::invalid_argument: a LoRA option that does not fit the model) are the config's.
+template <class Build>
+TransformerDecoder from_config_json(const std::string& path, const Build& build) {
+  const ModelArgs args = checkpoint::read_hf_model_args(path);
+  try {
+    return build(args);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(checkpoint::config_file(path) + ": " + e.what());
+  }
+}
+
 std::vector<ArgSpec> lora_arg_specs(bool quantize_default) {
   return {
       arg("lora_attn_modules", ArgType::StringList,
@@ -153,14 +166,18 @@ void register_models(config::Registry& registry) {
   registry.add<TransformerDecoder>(
       model_spec("tunebench.models.from_hf_config", "from_hf_config", path_arg,
                  "the architecture described by a checkpoint's config.json"),
-      [](const Args& a) { return models::build_decoder(checkpoint::read_hf_model_args(a.get_string("path"))); });
+      [](const Args& a) {
+        return from_config_json(a.get_string("path"), [](const ModelArgs& args) { return models::build_decoder(args); });
+      });
   for (const bool q : {false, true}) {
     const std::string variant = std::string(q ? "qlora" : "lora") + "_from_hf_config";
     registry.add<TransformerDecoder>(
         model_spec("tunebench.models." + variant, variant, concat(path_arg, lora_arg_specs(q)),
                    std::string(q ? "QLoRA" : "LoRA") + " on the architecture described by a checkpoint's config.json"),
         [](const Args& a) {
-          return peft::build_lora_decoder(checkpoint::read_hf_model_args(a.get_string("path")), lora_settings(a));
+          const LoraSettings settings = lora_settings(a);
+          return from_config_json(a.get_string("path"),
+                                  [&](const ModelArgs& args) { return peft::build_lora_decoder(args, settings); });
         });
   }
 }

@@ -16,6 +16,8 @@
 #include "checkpoint/hf_config.h"
 #include "checkpoint/hf_convert.h"
 #include "checkpoint/safetensors.h"
+#include "components/builtin.h"
+#include "config/registry.h"
 #include "models/transformer.h"
 
 using namespace tb;
@@ -166,6 +168,31 @@ class TestHfCheckpointer : public QObject {
     auto odd = hf;
     odd["num_key_value_heads"] = 3;
     expect_error(odd, "num_kv_heads");
+  }
+
+  // A config.json whose sizes make more weights than this machine's memory: refused before anything is
+  // allocated, naming the file the sizes came from (the message named no file before), for the plain
+  // and the LoRA builder a config names.
+  void aModelLargerThanMemoryNamesItsConfigJson() {
+    const QString folder = dir_.filePath("huge_model");
+    QVERIFY(QDir().mkpath(folder));
+    const nlohmann::json hf = {{"model_type", "llama"},      {"hidden_size", 64},         {"intermediate_size", 128},
+                               {"num_attention_heads", 4},   {"num_key_value_heads", 4},  {"num_hidden_layers", 10'000'000},
+                               {"vocab_size", 77},           {"max_position_embeddings", 512}, {"rms_norm_eps", 1e-6}};
+    const std::string file = (folder + "/config.json").toStdString();
+    tbtest::write_file(file, hf.dump());
+    for (const std::string component : {"from_hf_config", "lora_from_hf_config"}) {
+      YAML::Node node = YAML::Load("{_component_: " + component + ", path: '" + folder.toStdString() +
+                                         "', lora_attn_modules: [q_proj]}");
+      if (component == "from_hf_config") node.remove("lora_attn_modules");
+      try {
+        components::builtin().build<models::TransformerDecoder>(node);
+        QFAIL(("built " + component).c_str());
+      } catch (const std::runtime_error& e) {
+        QVERIFY2(std::string(e.what()).rfind(file + ": the model has ", 0) == 0, e.what());
+        QVERIFY2(std::string(e.what()).find("more than this machine's") != std::string::npos, e.what());
+      }
+    }
   }
 
   void roundTripIsBitwise_data() {
