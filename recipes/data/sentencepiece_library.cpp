@@ -14,6 +14,27 @@ namespace {
 
 constexpr const char* kLibraryName = "libtb_sentencepiece.so";
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kUnderAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kUnderAddressSanitizer = true;
+#else
+constexpr bool kUnderAddressSanitizer = false;
+#endif
+#else
+constexpr bool kUnderAddressSanitizer = false;
+#endif
+
+// RTLD_DEEPBIND keeps the shim's protobuf apart from LibTorch's. AddressSanitizer refuses DEEPBIND, so
+// under it the shim gets a link namespace of its own (dlmopen): the same isolation, with its own copy of
+// the C and C++ libraries, which is safe because no C++ object or buffer crosses the shim's C API
+// unreleased by the shim itself. The shim is built uninstrumented for that build (recipes/CMakeLists.txt).
+void* open_shim(const std::string& path) {
+  if (kUnderAddressSanitizer) return dlmopen(LM_ID_NEWLM, path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  return dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+}
+
 std::filesystem::path executable_dir() {
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -49,7 +70,7 @@ SentencePieceLibrary open_library() {
       tried += "\n  " + path + ": not found";
       continue;
     }
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    void* handle = open_shim(path);
     if (!handle) {
       const char* why = dlerror();
       tried += "\n  " + path + ": " + (why ? why : "cannot open");
