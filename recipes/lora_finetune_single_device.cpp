@@ -45,9 +45,11 @@ class LoRAFinetuneRecipeSingleDevice {
       resume_dir_ = training::find_resume_folder(checkpointer_->options().checkpoint_dir, settings_.output_dir);
     training::begin_run(settings_, cfg_, resume_dir_, logger_);
 
-    // Model: LoRA layers at the targeted projections, built in the training dtype.
+    // Model: LoRA layers at the targeted projections, built in the training dtype; QLoRA's bases are
+    // quantised to NF4 one by one as the checkpoint is copied in (never the whole model in bf16).
     {
       models::BuildDtype build_dtype(settings_.runtime.dtype);
+      peft::NF4OnLoad nf4_on_load;
       model_ = registry.build<models::TransformerDecoder>(cfg_.at("model"));
     }
     const auto loras = peft::lora_modules(*model_);

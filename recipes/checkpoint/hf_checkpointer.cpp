@@ -10,6 +10,7 @@
 #include "checkpoint/hf_config.h"
 #include "checkpoint/safetensors.h"
 #include "models/compiled_names.h"
+#include "models/deferred_weight.h"
 #include "text/json_text.h"
 
 namespace tb::checkpoint {
@@ -167,6 +168,7 @@ void copy_into_model(torch::nn::Module& model, const StateDict& state, const std
   torch::NoGradGuard no_grad;
   std::set<std::string> used;
   std::vector<std::string> missing;
+  const auto deferred = models::deferred_weights(model);  // QLoRA bases, quantised as they come
   for (auto& item : model.named_parameters()) {
     if (!models::is_base_parameter(item.key())) continue;
     const std::string name = strip_compiled_prefix(item.key());
@@ -176,15 +178,21 @@ void copy_into_model(torch::nn::Module& model, const StateDict& state, const std
       continue;
     }
     auto& param = item.value();
-    if (it->second.sizes() != param.sizes())
+    const auto taker = deferred.find(item.key());
+    const std::vector<int64_t> shape =
+        taker != deferred.end() ? taker->second->weight_shape() : param.sizes().vec();
+    if (it->second.sizes() != c10::IntArrayRef(shape))
       throw std::runtime_error(source + ": tensor '" + tune_to_hf_name(name).value_or(name) + "' (" + name +
                                ") has shape " + shape_text(it->second.sizes()) + " in the checkpoint but " +
-                               shape_text(param.sizes()) + " in the model; does the model match the checkpoint?");
+                               shape_text(shape) + " in the model; does the model match the checkpoint?");
     // An integer tensor would be converted to float without a word (e.g. I32 written over a weight).
     if (param.is_floating_point() && !it->second.is_floating_point())
       throw std::runtime_error(source + ": tensor '" + tune_to_hf_name(name).value_or(name) + "' is stored as " +
                                c10::toString(it->second.scalar_type()) + " but is a floating-point weight of the model");
-    param.copy_(it->second);
+    if (taker != deferred.end())
+      taker->second->take_weight(it->second);
+    else
+      param.copy_(it->second);
     used.insert(name);
   }
   if (!missing.empty())

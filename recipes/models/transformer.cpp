@@ -11,6 +11,7 @@
 
 #include "models/build_dtype.h"
 #include "models/compiled_names.h"
+#include "models/deferred_weight.h"
 
 namespace tb::models {
 
@@ -270,8 +271,15 @@ bool is_base_parameter(const std::string& full_name) {
 void init_weights(torch::nn::Module& model, uint64_t seed, double std) {
   torch::NoGradGuard no_grad;
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  const auto deferred = deferred_weights(model);
   for (auto& item : model.named_parameters()) {
     if (!is_base_parameter(item.key())) continue;
+    if (const auto it = deferred.find(item.key()); it != deferred.end()) {
+      auto values = torch::empty(it->second->weight_shape(), torch::kFloat);  // the same draws as a held weight
+      values.normal_(0.0, std, gen);
+      it->second->take_weight(values);
+      continue;
+    }
     auto& p = item.value();
     const auto ends_with = [&](const std::string& tail) {
       return item.key().size() >= tail.size() &&

@@ -40,11 +40,11 @@ models::TransformerDecoder build_lora_decoder(const models::ModelArgs& args, con
   const models::LinearFactory factory = [&settings](const models::ProjectionSite& site) {
     if (!lora_targets(settings, site)) return models::make_plain_linear(site);
     return torch::nn::AnyModule(LoRALinear(site.in_features, site.out_features, settings.lora_rank, settings.lora_alpha,
-                                           settings.lora_dropout, site.bias));
+                                           settings.lora_dropout, site.bias, settings.quantize_base && NF4OnLoad::active()));
   };
   models::TransformerDecoder model = models::build_decoder(args, factory);
-  // The base weights are stored in NF4 once the checkpoint is in them (peft::quantize_lora_bases);
-  // the flag tells the recipe to do so.
+  // The base weights are stored in NF4 as the checkpoint is copied in (under NF4OnLoad) or once it is
+  // in them (peft::quantize_lora_bases); the flag tells the recipe to do so.
   if (settings.quantize_base) mark_for_quantization(*model);
   return model;
 }

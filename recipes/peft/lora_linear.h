@@ -20,18 +20,22 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
+#include "models/deferred_weight.h"
+
 namespace tb::quant {
 struct NF4Weight;
 }
 
 namespace tb::peft {
 
-class LoRALinearImpl : public torch::nn::Module {
+class LoRALinearImpl : public torch::nn::Module, public models::DeferredWeight {
  public:
   // Throws std::invalid_argument for non-positive dims or rank, or dropout outside [0, 1). `bias`: the
   // base projection has a frozen bias (Qwen2's q, k, v), added to the base path as PEFT's base layer does.
+  // `nf4_on_load` (QLoRA): the base is not allocated; its values, when loaded or drawn, are stored in NF4
+  // straight away (models::DeferredWeight), so the full-precision base never exists.
   LoRALinearImpl(int64_t in_dim, int64_t out_dim, int64_t rank, double alpha, double dropout_p = 0.0,
-                 bool bias = false);
+                 bool bias = false, bool nf4_on_load = false);
 
   // x [..., in] -> [..., out]. Plain composed ATen ops: the eager baseline.
   torch::Tensor forward(const torch::Tensor& x);
@@ -61,10 +65,20 @@ class LoRALinearImpl : public torch::nn::Module {
   // QLoRA (peft/qlora.h): set by the qlora_* builders, then the NF4 base that replaced `weight`.
   bool quantize_base = false;
   std::shared_ptr<const quant::NF4Weight> quantized_base;
+  // The base becomes `nf4`: the base path runs through it and the full-precision weight is freed (the
+  // parameter stays registered, empty, so names do not change).
+  void set_quantized_base(std::shared_ptr<const quant::NF4Weight> nf4);
+
+  // models::DeferredWeight, for a module built nf4_on_load: the checkpoint's (or drawn) values of the
+  // base, converted to the weight's dtype, are quantised to NF4 as they come.
+  bool awaiting_weight() const override { return awaiting_weight_; }
+  std::vector<int64_t> weight_shape() const override { return {out_dim_, in_dim_}; }
+  void take_weight(const torch::Tensor& values) override;
 
  private:
   int64_t in_dim_, out_dim_, rank_;
   double alpha_, dropout_p_;
+  bool awaiting_weight_ = false;
 };
 TORCH_MODULE(LoRALinear);
 

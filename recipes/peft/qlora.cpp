@@ -27,16 +27,21 @@ bool marked_for_quantization(const torch::nn::Module& model) {
   return marked;
 }
 
+namespace {
+thread_local bool nf4_on_load = false;
+}
+
+NF4OnLoad::NF4OnLoad() : previous_(nf4_on_load) { nf4_on_load = true; }
+NF4OnLoad::~NF4OnLoad() { nf4_on_load = previous_; }
+bool NF4OnLoad::active() { return nf4_on_load; }
+
 int64_t quantize_lora_bases(torch::nn::Module& model) {
   int64_t count = 0;
   for_each_lora(model, [&](const std::string&, LoRALinearImpl& lora) {
-    if (!lora.quantize_base || lora.quantized_base) return;
-    auto nf4 = std::make_shared<const quant::NF4Weight>(quant::quantize_nf4(lora.weight.detach()));
-    lora.quantized_base = nf4;
-    lora.base_forward = [nf4](const torch::Tensor& x) { return quant::linear_nf4(x, nf4); };
-    // The full-precision copy goes; the parameter stays registered (empty) so names do not change.
-    torch::NoGradGuard no_grad;
-    lora.weight.set_data(torch::empty({0}, lora.weight.options()));
+    if (!lora.quantize_base) return;
+    if (lora.awaiting_weight()) throw std::logic_error("quantize_lora_bases: a base weight was never loaded");
+    if (!lora.quantized_base)
+      lora.set_quantized_base(std::make_shared<const quant::NF4Weight>(quant::quantize_nf4(lora.weight.detach())));
     ++count;
   });
   return count;

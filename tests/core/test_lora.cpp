@@ -19,11 +19,16 @@
 
 #include <torch/torch.h>
 
+#include "checkpoint/hf_checkpointer.h"
 #include "checkpoint/hf_convert.h"
 #include "checkpoint/safetensors.h"
+#include "models/build_dtype.h"
 #include "models/transformer.h"
 #include "peft/adapter.h"
+#include "peft/lora_builders.h"
 #include "peft/lora_linear.h"
+#include "peft/qlora.h"
+#include "quant/nf4.h"
 
 using namespace tb;
 using tb::peft::StateDict;
@@ -459,6 +464,82 @@ class TestLora : public QObject {
         "layers.5");
     write_text(tmp.filePath("adapter_config.json"), R"({"r": 2, "lora_alpha": 4, "use_dora": true})");
     EXPECT_ERROR_CONTAINS(peft::read_adapter_config(dir), "adapter_config.json", "DoRA");
+  }
+
+  // QLoRA as torchtune loads it: built under NF4OnLoad, no base weight is allocated until the checkpoint
+  // is copied in (or random weights are drawn), each then goes straight to NF4. The NF4 codes, scales and
+  // logits are exactly those of the full-precision load quantised afterwards (the way eval and the
+  // earlier recipe did it), in fp32 and bf16.
+  void qloraBasesAreQuantisedAsTheyLoad_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::newRow("fp32") << int(torch::kFloat);
+    QTest::newRow("bf16") << int(torch::kBFloat16);
+  }
+  void qloraBasesAreQuantisedAsTheyLoad() {
+    QFETCH(int, dtype);
+    models::ModelArgs a = tiny_args(2);
+    a.embed_dim = 64;
+    a.num_heads = 4;
+    a.num_kv_heads = 2;
+    a.intermediate_dim = 128;  // every projection a multiple of NF4's 64-element blocks
+    peft::LoraSettings s;
+    s.lora_attn_modules = {"q_proj", "k_proj", "v_proj", "output_proj"};
+    s.apply_lora_to_mlp = true;
+    s.quantize_base = true;
+    models::BuildDtype build_dtype(static_cast<torch::ScalarType>(dtype));
+    auto plain = models::build_decoder(a);
+    models::init_weights(*plain, 7);
+    const auto state = checkpoint::base_model_state(*plain);
+
+    const auto build = [&](bool on_load) {
+      if (!on_load) return peft::build_lora_decoder(a, s);
+      peft::NF4OnLoad guard;
+      return peft::build_lora_decoder(a, s);
+    };
+    const auto same_nf4 = [&](models::TransformerDecoder& x, models::TransformerDecoder& y) {
+      const auto lx = peft::lora_modules(*x), ly = peft::lora_modules(*y);
+      QCOMPARE(lx.size(), size_t(14));
+      QCOMPARE(lx.size(), ly.size());
+      for (size_t i = 0; i < lx.size(); ++i) {
+        const auto& p = *lx[i].second->quantized_base;
+        const auto& q = *ly[i].second->quantized_base;
+        QVERIFY2(torch::equal(p.packed, q.packed) && torch::equal(p.scale_codes, q.scale_codes) &&
+                     torch::equal(p.scale_factors, q.scale_factors) && p.scale_offset == q.scale_offset,
+                 lx[i].first.c_str());
+        QCOMPARE(ly[i].second->weight.numel(), int64_t(0));
+      }
+      torch::NoGradGuard no_grad;
+      const auto tokens = torch::randint(0, a.vocab_size, {2, 9}, torch::kLong);
+      QVERIFY(torch::equal(x->forward(tokens), y->forward(tokens)));
+    };
+
+    // From a checkpoint.
+    auto after = build(false);
+    checkpoint::copy_into_model(*after, state, "ckpt");
+    QCOMPARE(peft::quantize_lora_bases(*after), int64_t(14));
+    auto on_load = build(true);
+    for (const auto& [name, lora] : peft::lora_modules(*on_load)) {
+      QVERIFY2(lora->weight.numel() == 0 && lora->awaiting_weight(), name.c_str());  // nothing allocated yet
+      QCOMPARE(lora->weight.scalar_type(), static_cast<torch::ScalarType>(dtype));
+    }
+    checkpoint::copy_into_model(*on_load, state, "ckpt");
+    for (const auto& [name, lora] : peft::lora_modules(*on_load)) QVERIFY2(!lora->awaiting_weight(), name.c_str());
+    QCOMPARE(peft::quantize_lora_bases(*on_load), int64_t(14));  // already in NF4: counted, not redone
+    same_nf4(after, on_load);
+
+    // Random weights drawn for a run without a checkpoint: the same draws either way.
+    auto drawn_after = build(false);
+    models::init_weights(*drawn_after, 11);
+    peft::quantize_lora_bases(*drawn_after);
+    auto drawn_on_load = build(true);
+    models::init_weights(*drawn_on_load, 11);
+    same_nf4(drawn_after, drawn_on_load);
+
+    // A checkpoint tensor of another shape is refused naming it, before anything is quantised.
+    auto wrong = state;
+    wrong["layers.1.mlp.w1.weight"] = torch::zeros({64, 64});
+    const QString error = error_of([&] { checkpoint::copy_into_model(*build(true), wrong, "ckpt"); });
+    QVERIFY2(error.contains("gate_proj") && error.contains("[64, 64] in the checkpoint but [128, 64]"), qPrintable(error));
   }
 
   void decoderWithLoRAMatchesPlainAtInit() {
