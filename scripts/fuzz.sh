@@ -8,6 +8,9 @@
 # config.json files, datasets) plus tests/fuzz/seeds/<target>/. A finding is written to
 # build-fuzz/findings/<target>/; turn it into a regression by copying it to tests/fuzz/regressions/<target>/
 # once it is fixed. Needs clang-14 and libclang-rt-14-dev (scripts/setup.sh fuzz installs them).
+# FUZZ_TIMEOUT (seconds, default 10): an input that runs longer is a finding. It is wall-clock time, so
+# on a machine busy with other work (a build beside a niced fuzzer) raise it, or slow inputs are reported
+# that take milliseconds alone; rerun a finding with `build-fuzz/bin/fuzz_<target> <file>` to tell.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -69,7 +72,7 @@ for t in "${targets[@]}"; do
   seed_files "$t" | while read -r f; do cp -f "$f" "$corpus/$(echo "$f" | tr / _)"; done
   [ -d "tests/fuzz/seeds/$t" ] && cp -f tests/fuzz/seeds/$t/* "$corpus/" 2>/dev/null || true
   echo "==> fuzz_$t: $seconds s from $(ls "$corpus" | wc -l) inputs"
-  if ! "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+  if ! "$bin" -max_total_time="$seconds" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
        -artifact_prefix="$out/findings/$t/" "$corpus" >"$out/fuzz_$t.log" 2>&1; then
     echo "fuzz_$t: FOUND a problem: $(ls "$out/findings/$t" | head -1) (log: $out/fuzz_$t.log)" >&2
     grep -m3 -E "ERROR|SUMMARY|runtime error" "$out/fuzz_$t.log" >&2 || true
