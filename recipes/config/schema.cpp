@@ -103,7 +103,7 @@ std::vector<KeySpec> build_schema() {
       one_of(value(  "dtype",                        T::String,kOptional, "fp32",  "parameter and compute precision"), {"fp32", "bf16"}),
       value(         "enable_activation_checkpointing", T::Bool, kOptional, "false", "recompute activations in backward"),
       no_effect(value("enable_activation_offloading", T::Bool, kOptional, "false", "accepted, no effect (CPU only)")),
-      no_effect(value("optimizer_in_bwd",            T::Bool,  kOptional, "false", "accepted, no effect (optimizer steps after backward)")),
+      value(         "optimizer_in_bwd",             T::Bool,  kOptional, "false", "step each parameter as soon as its gradient is ready in backward and free that gradient, so the gradients never exist all at once; needs gradient_accumulation_steps: 1 and no clip_grad_norm (a multi-process run steps after the sums instead)"),
       value("low_cpu_ram",                           T::Bool,  kOptional, "false", "torchtune: QLoRA saves through a memory map to spare RAM; here every save makes the merged weights one tensor at a time, so true and false both get that"),
       one_of(value(  "collate_fn",                   T::String,kOptional, "",      "how samples become a batch: torchtune.data.padded_collate_sft (padded, labels -100)"),
              {"torchtune.data.padded_collate_sft", "padded_collate_sft"}),

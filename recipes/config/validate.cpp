@@ -110,11 +110,26 @@ class Validator {
       if (!k.required_for(recipe_) || root.find(k.value.name)) continue;
       report(root, "missing required key '" + k.value.name + "' (" + k.value.help + ")");
     }
+    optimizer_in_backward(root);
   }
 
  private:
   void report(const Node& n, const std::string& message, bool at_key = false) {
     diags_.push_back(diagnostic_at(n, file_, message, at_key));
+  }
+
+  // Each parameter steps as soon as its gradient is ready in backward: no second micro-batch can add to
+  // it, and the norm of all gradients is not known before they have stepped (torchtune refuses both too).
+  void optimizer_in_backward(const Node& root) {
+    const Node* in_bwd = root.find("optimizer_in_bwd");
+    if (!in_bwd || !in_bwd->is_scalar() || parse_bool(in_bwd->text) != std::optional<bool>(true)) return;
+    if (const Node* acc = root.find("gradient_accumulation_steps");
+        acc && acc->is_scalar() && parse_int(acc->text).value_or(1) > 1)
+      report(*acc, "gradient_accumulation_steps: must be 1 with optimizer_in_bwd: true (each parameter steps as "
+                   "soon as its gradient is ready); set optimizer_in_bwd: false to accumulate");
+    if (const Node* clip = root.find("clip_grad_norm"); clip && !clip->is_null())
+      report(*clip, "clip_grad_norm: cannot clip with optimizer_in_bwd: true (the norm of all gradients is known only "
+                    "after every parameter has stepped); set clip_grad_norm: null or optimizer_in_bwd: false");
   }
 
   // OmegaConf's "mandatory, not set" marker (written so it is not read as a trigraph).

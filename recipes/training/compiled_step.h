@@ -21,6 +21,7 @@ class CompiledStep : public TrainStep {
                MetricLogger& events);
   at::Tensor forward_backward(const data::TensorBatch& batch) override;
   bool last_was_warmup() const override { return last_was_warmup_; }
+  bool next_is_warmup() const override { return !warmed_up_; }
   void optimizer_step(int64_t tokens) override;
   const torch::nn::Module& state_module() const override { return *compiled_; }
   torch::optim::Optimizer& optimizer() override { return *optimizer_; }

@@ -5,26 +5,12 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <torch/csrc/autograd/function.h>
-#include <torch/csrc/autograd/function_hook.h>
-#include <torch/csrc/autograd/variable.h>
 #include <torch/torch.h>
 
 namespace tb::training {
 namespace {
 
 constexpr int64_t kBucketBytes = 25 << 20;  // DDP's bucket_cap_mb default
-
-// Runs after a parameter's gradient accumulator has added this backward's gradient into .grad.
-struct GradientReadyHook : torch::autograd::FunctionPostHook {
-  std::function<void()> ready;
-  explicit GradientReadyHook(std::function<void()> f) : ready(std::move(f)) {}
-  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
-                                            const torch::autograd::variable_list&) override {
-    ready();
-    return outputs;
-  }
-};
 
 }  // namespace
 
@@ -44,16 +30,12 @@ DistributedStep::DistributedStep(std::unique_ptr<TrainStep> step, distributed::P
     bytes += params[i].numel() * 4;
   }
   if (!overlap_) return;
-  for (size_t i = 0; i < params.size(); ++i) {
-    auto accumulator = torch::autograd::impl::grad_accumulator(params[i]);
-    if (!accumulator) continue;  // not a leaf that requires grad: its bucket is summed after backward
-    const uintptr_t key = accumulator->add_post_hook(std::make_unique<GradientReadyHook>([this, i] { gradient_ready(i); }));
-    hooks_.emplace_back(std::move(accumulator), key);
-  }
+  // A parameter without an accumulator (not a leaf that requires grad) has its bucket summed after backward.
+  for (size_t i = 0; i < params.size(); ++i) hooks_->add(params[i], [this, i] { gradient_ready(i); });
 }
 
 DistributedStep::~DistributedStep() {
-  for (auto& [accumulator, key] : hooks_) accumulator->del_post_hook(key);
+  hooks_.reset();
   started_.clear();  // a sum still in flight is waited for (and its failure dropped) by its destructor
 }
 

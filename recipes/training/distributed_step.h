@@ -17,11 +17,8 @@
 #include <vector>
 
 #include "distributed/process_group.h"
+#include "training/gradient_hooks.h"
 #include "training/train_step.h"
-
-namespace torch::autograd {
-struct Node;
-}
 
 namespace tb::training {
 
@@ -32,6 +29,7 @@ class DistributedStep : public TrainStep {
   ~DistributedStep() override;
   at::Tensor forward_backward(const data::TensorBatch& batch) override;
   bool last_was_warmup() const override { return step_->last_was_warmup(); }
+  bool next_is_warmup() const override { return step_->next_is_warmup(); }
   // `tokens`: the step's tokens over every rank.
   void optimizer_step(int64_t tokens) override;
   const torch::nn::Module& state_module() const override { return step_->state_module(); }
@@ -54,9 +52,7 @@ class DistributedStep : public TrainStep {
   bool overlap_ = true;
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;  // per trainable parameter
-  // The gradient accumulators holding our hooks (kept alive: a parameter holds its own only weakly), and
-  // each hook's key, to remove them with the step.
-  std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, uintptr_t>> hooks_;
+  std::unique_ptr<GradientReadyHooks> hooks_ = std::make_unique<GradientReadyHooks>();
   std::vector<std::unique_ptr<distributed::PendingSum>> started_;  // bucket b's sum at index b
   int64_t micro_batches_ = 0;
   bool armed_ = false;          // the hooks start sums (the step's last micro-batch is in backward)

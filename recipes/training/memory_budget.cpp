@@ -1,5 +1,6 @@
 #include "training/memory_budget.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include <torch/nn/module.h>
@@ -40,8 +41,14 @@ double step_flops(const nlohmann::json& shape, int64_t sequences, int64_t seq_le
 }
 
 nlohmann::json memory_budget_event(const models::TransformerDecoderImpl& model, const torch::optim::Optimizer& optimizer,
-                                   const std::vector<at::Tensor>& trainable) {
+                                   const std::vector<at::Tensor>& trainable, bool gradients_one_at_a_time) {
   const auto bytes = peft::parameter_bytes(model);
+  int64_t gradient_bytes = bytes.trainable;  // one gradient per trainable weight, same dtype
+  if (gradients_one_at_a_time) {
+    gradient_bytes = 0;
+    for (const auto& p : trainable)
+      gradient_bytes = std::max<int64_t>(gradient_bytes, p.numel() * static_cast<int64_t>(p.element_size()));
+  }
   // 8-bit AdamW: one byte per moment and element, an fp32 absmax per block, 32-bit small tensors.
   const auto* eight_bit = dynamic_cast<const AdamW8bit*>(&optimizer);
   const int64_t optimizer_bytes = eight_bit ? eight_bit->state_bytes() : optimizer_state_bytes(optimizer, trainable);
@@ -51,14 +58,15 @@ nlohmann::json memory_budget_event(const models::TransformerDecoderImpl& model, 
   line << "memory: frozen weights " << double(bytes.frozen) / mib << " MiB (" << bytes.frozen_params << " params";
   if (bytes.nf4_params > 0) line << ", " << bytes.nf4_params << " in NF4";
   line << "), trainable weights " << double(bytes.trainable) / mib << " MiB (" << bytes.trainable_params
-       << " params), gradients " << double(bytes.trainable) / mib << " MiB, optimizer states "
+       << " params), gradients " << double(gradient_bytes) / mib << " MiB"
+       << (gradients_one_at_a_time ? " (one at a time: optimizer_in_bwd)" : "") << ", optimizer states "
        << double(optimizer_bytes) / mib << " MiB";
   return {{"event", "info"},
           {"message", line.str()},
           {"memory",
            {{"frozen_bytes", bytes.frozen},
             {"trainable_bytes", bytes.trainable},
-            {"gradient_bytes", bytes.trainable},  // one gradient per trainable weight, same dtype
+            {"gradient_bytes", gradient_bytes},
             {"optimizer_bytes", optimizer_bytes},
             {"frozen_params", bytes.frozen_params},
             {"trainable_params", bytes.trainable_params},

@@ -23,8 +23,10 @@ namespace tb::training {
 // bench and the GUI; its "shape" object, what a step's FLOPs are counted from (matmul_params: the
 // weights every token multiplies, NF4 and a tied head included; trainable_matmul_params; layers,
 // attention_dim, dim, hidden), for `bench compile`'s MFU.
+// `gradients_one_at_a_time` (optimizer_in_bwd): each gradient is freed once its parameter has stepped,
+// so gradient_bytes is the largest single one.
 nlohmann::json memory_budget_event(const models::TransformerDecoderImpl& model, const torch::optim::Optimizer& optimizer,
-                                   const std::vector<at::Tensor>& trainable);
+                                   const std::vector<at::Tensor>& trainable, bool gradients_one_at_a_time = false);
 
 // A training step's model FLOPs (forward and backward, no recomputation) from the "shape" object above:
 // every matmul weight twice forward and twice for the input gradients, a trainable one twice more for

@@ -22,6 +22,7 @@ RunSettings read_run_settings(const config::Config& cfg) {
   s.clip_grad_norm = config::setting_optional_float(cfg, "clip_grad_norm").value_or(0.0);
   s.activation_checkpointing = config::setting_bool(cfg, "enable_activation_checkpointing");
   s.compile = config::setting_bool(cfg, "compile");
+  s.optimizer_in_bwd = config::setting_bool(cfg, "optimizer_in_bwd");
   s.group = distributed::default_group();
   return s;
 }

@@ -25,6 +25,7 @@ struct RunSettings {
   double clip_grad_norm = 0;  // 0: no clipping
   bool activation_checkpointing = false;
   bool compile = false;
+  bool optimizer_in_bwd = false;  // step each parameter in backward (training/optimizer_in_backward.h)
   // The data-parallel group this run is one rank of (distributed::default_group()); null: one process.
   distributed::ProcessGroup* group = nullptr;
   bool is_main() const;      // the rank that logs and writes checkpoints (rank 0, or the only process)

@@ -8,6 +8,7 @@
 #include "models/activation_checkpointing.h"
 #include "training/compiled_step.h"
 #include "training/distributed_step.h"
+#include "training/optimizer_in_backward.h"
 
 namespace tb::training {
 
@@ -61,7 +62,10 @@ std::unique_ptr<TrainStep> make_train_step(models::TransformerDecoder model, con
     step = std::make_unique<CompiledStep>(std::move(model), optimizer, options, events);
   else
     step = std::make_unique<EagerStep>(std::move(model), optimizer, options);
-  if (options.group) step = std::make_unique<DistributedStep>(std::move(step), *options.group, options.gradient_accumulation_steps);
+  if (options.group)
+    step = std::make_unique<DistributedStep>(std::move(step), *options.group, options.gradient_accumulation_steps);
+  else if (options.optimizer_in_backward)
+    step = std::make_unique<OptimizerInBackwardStep>(std::move(step));
   return step;
 }
 

@@ -32,6 +32,9 @@ struct StepOptions {
   // (training/distributed_step.h), and the compile warm-up's plan is rank 0's. Null: one process.
   distributed::ProcessGroup* group = nullptr;
   int64_t gradient_accumulation_steps = 1;  // micro-batches per optimizer step (when the sums start)
+  // optimizer_in_bwd: each parameter steps as soon as backward has made its gradient, which is then
+  // freed (training/optimizer_in_backward.h). One process only: a data-parallel run steps after the sums.
+  bool optimizer_in_backward = false;
 };
 
 class TrainStep {
@@ -42,6 +45,8 @@ class TrainStep {
   virtual at::Tensor forward_backward(const data::TensorBatch& batch) = 0;
   // Whether the last forward_backward held a warm-up (the compile warm-up), so its time is no steady step's.
   virtual bool last_was_warmup() const { return false; }
+  // Whether the next forward_backward will hold one (its backward runs twice, to check the fused step).
+  virtual bool next_is_warmup() const { return false; }
   // One optimizer step over the gradients accumulated since the last one: each divided by `tokens`
   // (the step's unmasked tokens), clipped, applied; then the gradients are dropped.
   virtual void optimizer_step(int64_t tokens) = 0;

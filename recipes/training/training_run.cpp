@@ -39,8 +39,16 @@ TrainingRun::TrainingRun(const config::Config& cfg, const config::Registry& regi
   step_options.compile = settings.compile;
   step_options.group = settings.group;
   step_options.gradient_accumulation_steps = settings.loop.gradient_accumulation_steps;
+  step_options.optimizer_in_backward = settings.optimizer_in_bwd && !settings.group;
+  if (settings.optimizer_in_bwd && settings.group)
+    log_warning(logger, "optimizer_in_bwd: True does nothing in a multi-process run: the optimizer steps once the "
+                        "gradients are summed over the processes");
   step_ = make_train_step(model, registry.build<OptimizerFactory>(cfg.at("optimizer")), step_options, logger);
-  const nlohmann::json budget = memory_budget_event(*model, step_->optimizer(), step_->trainable());
+  if (step_options.optimizer_in_backward)
+    log_info(logger, "optimizer_in_bwd: each parameter steps as soon as backward has made its gradient, which is "
+                     "freed at once");
+  const nlohmann::json budget =
+      memory_budget_event(*model, step_->optimizer(), step_->trainable(), step_options.optimizer_in_backward);
   logger.log_event(budget);
   // A checkpoint holds the weights and the optimizer's states (to resume): a disk that cannot hold one
   // is said now, not after the training.

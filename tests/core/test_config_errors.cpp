@@ -124,7 +124,7 @@ class TestConfigErrors : public QObject {
                "17:11: unknown resolver 'oc.nope' in '${oc.nope:x}' (only oc.env is supported)",
            };
 
-    QTest::newRow("duplicates, recipe keys, lists, no-effect keys")
+    QTest::newRow("duplicates, recipe keys, lists, optimizer_in_bwd with accumulation and clipping")
         << "errors_misc.yaml"
         << QStringList{
                "5:3: duplicate key 'dim' (first set at line 4)",
@@ -132,6 +132,10 @@ class TestConfigErrors : public QObject {
                "24:1: 'save_adapter_weights_only' is only accepted by lora_finetune_single_device and lora_finetune_distributed, not by "
                "full_finetune_single_device",
                "27:12: profiler.enabled: expected true or false, got the integer 1",
+               "29:30: gradient_accumulation_steps: must be 1 with optimizer_in_bwd: true (each parameter steps as soon "
+               "as its gradient is ready); set optimizer_in_bwd: false to accumulate",
+               "30:17: clip_grad_norm: cannot clip with optimizer_in_bwd: true (the norm of all gradients is known only "
+               "after every parameter has stepped); set clip_grad_norm: null or optimizer_in_bwd: false",
            };
   }
 

@@ -18,13 +18,16 @@
 #include "config/registry.h"
 #include "models/transformer.h"
 #include "recipe.h"
+#include "model_test_support.h"
 #include "recipe_test_support.h"
 #include "test_support.h"
 #include "models/activation_checkpointing.h"
 #include "config/schema.h"
+#include "training/gradient_hooks.h"
 #include "training/recipe_state.h"
 #include "training/run_checkpoint.h"
 #include "training/run_settings.h"
+#include "training/train_step.h"
 
 namespace fs = std::filesystem;
 
@@ -356,16 +359,87 @@ class TestFullFinetune : public QObject {
     CollectingLogger logger;
     tb::training::RunControl control;
     const auto result = run(tmp_.filePath("no_effect"),
-                            {"epochs=1", "optimizer_in_bwd=True", "enable_activation_offloading=false",
+                            {"epochs=1", "enable_activation_offloading=True",
                              "profiler._component_=torchtune.training.setup_torch_profiler", "profiler.enabled=true"},
                             logger, control);
     QVERIFY2(result.status == tb::training::RunStatus::Completed, result.message.c_str());
     QStringList warnings;
     for (const auto& e : logger.events)
       if (e.value("event", "") == "warning") warnings << QString::fromStdString(e.value("message", ""));
-    // Offloading is at its default: nothing to say; the profiler works (it traces), so it is not one of them.
+    // The profiler works (it traces), so it is not one of them.
     QCOMPARE(warnings.size(), 1);
-    QVERIFY2(warnings.join('\n').contains("optimizer_in_bwd: True is accepted"), qPrintable(warnings.join('\n')));
+    QVERIFY2(warnings.join('\n').contains("enable_activation_offloading: True is accepted"), qPrintable(warnings.join('\n')));
+  }
+
+  // optimizer_in_bwd steps each parameter inside backward with the arithmetic of the step after it: the
+  // losses and the saved weights and AdamW states are those of the plain run bit for bit (eager and
+  // compiled; the plain run is the one checked against PyTorch above), and the memory line counts one
+  // gradient at a time.
+  void optimizerInBackwardGivesTheStepAfterBackward_data() {
+    QTest::addColumn<QString>("how");
+    QTest::newRow("eager") << "compile=false";
+    QTest::newRow("compiled") << "compile=true";
+    QTest::newRow("activation checkpointing") << "enable_activation_checkpointing=true";
+  }
+  void optimizerInBackwardGivesTheStepAfterBackward() {
+    QFETCH(QString, how);
+    const QString tag = QString::number(qHash(how));
+    CollectingLogger after, in_bwd;
+    tb::training::RunControl c1, c2;
+    const auto a = run(tmp_.filePath("after_" + tag), {how.toStdString()}, after, c1);
+    const auto b = run(tmp_.filePath("in_bwd_" + tag), {how.toStdString(), "optimizer_in_bwd=true"}, in_bwd, c2);
+    QVERIFY2(a.status == tb::training::RunStatus::Completed, a.message.c_str());
+    QVERIFY2(b.status == tb::training::RunStatus::Completed, b.message.c_str());
+    QCOMPARE(in_bwd.losses().size(), size_t(4));
+    QCOMPARE(in_bwd.losses(), after.losses());
+    const auto x = tbtest::folder_tensors(tmp_.filePath("after_" + tag + "/epoch_1"));
+    const auto y = tbtest::folder_tensors(tmp_.filePath("in_bwd_" + tag + "/epoch_1"));
+    QVERIFY(!x.empty());
+    QCOMPARE(x.size(), y.size());
+    for (const auto& [name, t] : x) QVERIFY2(torch::equal(t, y.at(name)), name.c_str());
+    QVERIFY(!in_bwd.info_containing("one at a time: optimizer_in_bwd").empty());
+    QVERIFY(after.info_containing("one at a time").empty());
+  }
+
+  // The point of it: when backward makes a gradient, the ones before it have already stepped and gone.
+  // A probe hooked after the step's own hooks counts the gradients held at each moment of backward.
+  void optimizerInBackwardHoldsNoGradientsTogether() {
+    torch::manual_seed(0);
+    const auto tokens = torch::randint(0, 512, {2, 16}, torch::kLong);
+    const tb::data::TensorBatch batch{tokens, torch::randint(0, 512, {2, 16}, torch::kLong), {}};
+    for (const bool in_bwd : {false, true}) {
+      auto model = tb::models::build_decoder(*tb::models::preset_args("llama_tiny_test"));
+      tb::models::init_weights(*model, 7);
+      tb::training::StepOptions options;
+      options.optimizer_in_backward = in_bwd;
+      CollectingLogger events;
+      const tb::training::OptimizerFactory adamw = [](std::vector<torch::Tensor> params) {
+        return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(1e-3));
+      };
+      auto step = tb::training::make_train_step(model, adamw, options, events);
+      const auto before = model->parameters()[1].clone();
+      size_t most = 0, calls = 0;
+      tb::training::GradientReadyHooks probe;
+      for (const auto& p : step->trainable())
+        probe.add(p, [&] {
+          size_t held = 0;
+          for (const auto& q : step->trainable()) held += q.grad().defined();
+          most = std::max(most, held);
+          ++calls;
+        });
+      step->forward_backward(batch);
+      QCOMPARE(calls, step->trainable().size());
+      if (in_bwd) {
+        QCOMPARE(most, size_t(0));
+        QVERIFY(!torch::equal(before, model->parameters()[1]));  // stepped inside backward
+      } else {
+        QCOMPARE(most, step->trainable().size());
+        QVERIFY(torch::equal(before, model->parameters()[1]));
+      }
+      step->optimizer_step(2 * 16);
+      QVERIFY(!torch::equal(before, model->parameters()[1]));
+      for (const auto& q : step->trainable()) QVERIFY(!q.grad().defined());
+    }
   }
 
   void activationCheckpointingGivesTheSameGradients() {

@@ -495,11 +495,11 @@ class TestMetricLoggers : public QObject {
   void logLevelWarningOnARun() {
     QVERIFY2(QFileInfo(qEnvironmentVariable("TB_CLI")).isExecutable(), "TB_CLI must name the tunebench-cli binary");
     QTemporaryDir dir;
-    const auto quiet = run_tiny(dir.filePath("quiet"), {"log_level=WARNING", "optimizer_in_bwd=True"});
+    const auto quiet = run_tiny(dir.filePath("quiet"), {"log_level=WARNING", "enable_activation_offloading=True"});
     QVERIFY2(quiet.code == 0, qPrintable(quiet.err + quiet.out));
     const QStringList lines = quiet.out.split('\n', Qt::SkipEmptyParts);
     QVERIFY2(lines.size() == 2, qPrintable(quiet.out));
-    QVERIFY2(lines[0].startsWith("warning: optimizer_in_bwd: True is accepted"), qPrintable(quiet.out));
+    QVERIFY2(lines[0].startsWith("warning: enable_activation_offloading: True is accepted"), qPrintable(quiet.out));
     QCOMPARE(lines[1], QString("run completed"));
     int steps = 0, infos = 0;
     for (const auto& j : read_jsonl(dir.filePath("quiet/logs/metrics.jsonl"))) {
