@@ -15,6 +15,27 @@ const Value* Frame::find(const std::string& name) const {
 
 namespace {
 
+// Macros and recursive loops may call themselves. Python's jinja2 ends endless recursion with a
+// RecursionError; here each call is a few C++ frames, so a depth keeps the stack safe.
+constexpr int kMaxCallDepth = 100;
+
+class CallDepth {
+ public:
+  explicit CallDepth(int& depth) : depth_(depth) {
+    if (++depth_ > kMaxCallDepth) {
+      --depth_;
+      throw Fault("macros or recursive loops call each other more than " + std::to_string(kMaxCallDepth) +
+                  " deep (endless recursion?)");
+    }
+  }
+  ~CallDepth() { --depth_; }
+  CallDepth(const CallDepth&) = delete;
+  CallDepth& operator=(const CallDepth&) = delete;
+
+ private:
+  int& depth_;
+};
+
 // The `loop` variable of a for loop.
 class LoopObject : public Object {
  public:
@@ -217,6 +238,7 @@ Renderer::Flow Renderer::exec_stmt(const Stmt& s, const std::shared_ptr<Frame>& 
 
 std::string Renderer::run_loop(const Stmt& loop, const std::shared_ptr<Frame>& frame, const Value& iterable,
                                int depth) {
+  const CallDepth call(call_depth_);
   buffers_.emplace_back();
   try {
     exec_for(loop, frame, iterable, depth);
@@ -293,6 +315,7 @@ void Renderer::assign(const Target& target, const Value& value, Frame& frame) {
 
 Value Renderer::call_macro(const Stmt& macro, const std::shared_ptr<Frame>& defined_in, Args& args,
                            const Value& caller) {
+  const CallDepth call(call_depth_);
   auto f = child(defined_in);
   const size_t n = macro.params.size();
   std::vector<Value> extra_positional;

@@ -52,6 +52,7 @@ class Renderer {
   const Program& program_;
   RenderObserver* observer_;
   std::vector<std::string> buffers_;
+  int call_depth_ = 0;  // macro calls and recursive loop calls in progress
 };
 
 }  // namespace tb::text::jinja::detail

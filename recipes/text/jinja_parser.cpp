@@ -75,6 +75,22 @@ class Parser {
   [[noreturn]] void fail(const Token& at, const std::string& message) const {
     throw TemplateError(name_, at.line, at.column, message);
   }
+
+  // Blocks and expressions are parsed by recursion, so a template that nests them thousands deep would
+  // overflow the stack (fuzzing found `{{{{...`); real chat templates nest a handful of levels.
+  static constexpr int kMaxNesting = 100;
+  struct Nested {
+    Parser& parser;
+    Nested(Parser& p, const Token& at) : parser(p) {
+      if (++parser.nesting_ > kMaxNesting) {
+        --parser.nesting_;
+        parser.fail(at, "blocks or expressions nested more than " + std::to_string(kMaxNesting) + " levels deep");
+      }
+    }
+    ~Nested() { --parser.nesting_; }
+    Nested(const Nested&) = delete;
+    Nested& operator=(const Nested&) = delete;
+  };
   const Token& expect(TT type, const char* what) {
     if (cur().type != type) fail(cur(), std::string("expected token '") + what + "', got '" + describe(cur()) + "'");
     return next();
@@ -107,6 +123,7 @@ class Parser {
   // Statements -----------------------------------------------------------------------------------------
   // Parses until a block tag whose name is one of `end_tokens` (left as the current token).
   Body subparse(const std::vector<std::string>& end_tokens) {
+    const Nested nested(*this, cur());
     Body body;
     while (cur().type != TT::Eof) {
       const Token& t = cur();
@@ -460,6 +477,7 @@ class Parser {
 
   ExprPtr parse_not() {
     if (is_name("not")) {
+      const Nested nested(*this, cur());
       auto e = node(Expr::Kind::Not, next());
       e->a = parse_not();
       return e;
@@ -533,6 +551,7 @@ class Parser {
   }
 
   ExprPtr parse_unary(bool with_filter) {
+    const Nested nested(*this, cur());
     ExprPtr e;
     if (is_op("-") || is_op("+")) {
       const Token& at = next();
@@ -778,6 +797,7 @@ class Parser {
   std::vector<std::string> tag_stack_;
   int soft_ = 0;  // inside an if test/body or conditional expression: unknown filters/tests fail at runtime
   int loop_depth_ = 0;
+  int nesting_ = 0;  // blocks and expressions being parsed inside each other (see Nested)
   bool has_generation_ = false;
 };
 

@@ -428,6 +428,37 @@ class TestJinja : public QObject {
     QCOMPARE(error_of("\n\n{% for x in 3 %}{% endfor %}").line(), 3);
   }
 
+  // Fuzzing found `{{{{...` (dict literals in dict literals) overflowing the stack: nesting is bounded at
+  // parse time (blocks, brackets, `not`, unary signs) and calls at render time (a macro or a recursive loop
+  // calling itself), each refused as a TemplateError naming the place; up to 100 levels in all (the
+  // template's body, blocks and brackets together) still work.
+  void deepNestingIsRefusedNotAStackOverflow() {
+    const auto repeat = [](const std::string& s, int n) {
+      std::string out;
+      for (int i = 0; i < n; ++i) out += s;
+      return out;
+    };
+    QCOMPARE(render("{{ " + repeat("(", 98) + "1" + repeat(")", 98) + " }}", Json::object()), std::string("1"));
+    for (const std::string& deep : {"{{ " + repeat("(", 5000) + "1" + repeat(")", 5000) + " }}",
+                                    "{{ " + repeat("{'a': ", 5000) + "1" + repeat("}", 5000) + " }}",
+                                    "{{ " + repeat("[", 5000) + "1" + repeat("]", 5000) + " }}",
+                                    "{{ " + repeat("not ", 5000) + "1 }}", "{{ " + repeat("-", 5000) + "1 }}",
+                                    repeat("{% if true %}", 5000) + "x" + repeat("{% endif %}", 5000)}) {
+      const TemplateError e = error_of(deep);
+      QVERIFY2(e.message().find("nested more than 100 levels deep") != std::string::npos, e.what());
+      QCOMPARE(e.line(), 1);
+    }
+    QCOMPARE(render(repeat("{% if true %}", 99) + "x" + repeat("{% endif %}", 99), Json::object()), std::string("x"));
+
+    const TemplateError endless = error_of("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}\n{{ f(0) }}");
+    QVERIFY2(endless.message().find("more than 100 deep (endless recursion?)") != std::string::npos, endless.what());
+    const TemplateError loop = error_of("{% for x in [1] recursive %}{{ loop([1]) }}{% endfor %}");
+    QVERIFY2(loop.message().find("endless recursion") != std::string::npos, loop.what());
+    QCOMPARE(render("{% macro f(n) %}{% if n < 50 %}{{ f(n + 1) }}{% else %}{{ n }}{% endif %}{% endmacro %}{{ f(0) }}",
+                    Json::object()),
+             std::string("50"));
+  }
+
   void raiseExceptionMessageAndLine() {
     const TemplateError e = error_of("{%- for m in messages %}\n  {%- if m.role == 'system' %}\n"
                                      "    {{- raise_exception('System role not supported') }}\n  {%- endif %}\n{%- endfor %}",
