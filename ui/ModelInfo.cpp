@@ -1,5 +1,6 @@
 #include "ModelInfo.h"
 
+#include <algorithm>
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -101,6 +102,7 @@ OptimizerStates optimizerStatesOf(const ConfigDocument& doc) {
   bool ok = false;
   const int64_t min = doc.scalar("optimizer.min_8bit_size").toLongLong(&ok);
   if (ok && !component.startsWith("torchao")) states.min8bitSize = min;
+  states.inBackward = doc.scalar("optimizer_in_bwd").compare("true", Qt::CaseInsensitive) == 0;
   return states;
 }
 
@@ -136,6 +138,11 @@ MemoryEstimate estimateMemory(const tb::models::ModelArgs& a, RecipeKind kind, c
     if (kind != RecipeKind::Qlora) e.quantizedParams = 0;
   }
   e.gradientBytes = double(e.trainableParams) * b;
+  e.gradientsOneAtATime = optimizer.inBackward;
+  if (optimizer.inBackward) {
+    const auto sizes = trainableTensors(a, kind, lora);
+    e.gradientBytes = sizes.empty() ? 0.0 : double(*std::max_element(sizes.begin(), sizes.end())) * b;
+  }
   e.optimizerBytes = 2.0 * double(e.trainableParams) * b;
   e.eightBitOptimizer = optimizer.eightBit;
   if (optimizer.eightBit) e.optimizerBytes = eightBitStateBytes(trainableTensors(a, kind, lora), optimizer.min8bitSize);
@@ -260,9 +267,10 @@ QString MemoryEstimate::describe() const {
   lines << QString("Parameters: %1 (%2 trainable)").arg(formatCount(totalParams), formatCount(trainableParams));
   if (adapterParams) lines << QString("LoRA adapters: %1").arg(formatCount(adapterParams));
   if (quantizedParams) lines << QString("NF4 base: %1 params at %2 bytes each").arg(formatCount(quantizedParams)).arg(kNf4BytesPerParam, 0, 'f', 3);
-  lines << QString("Weights %1 · gradients %2 · %3 %4")
-               .arg(formatBytes(weightBytes), formatBytes(gradientBytes), eightBitOptimizer ? "8-bit AdamW" : "AdamW",
-                    formatBytes(optimizerBytes));
+  lines << QString("Weights %1 · gradients %2%3 · %4 %5")
+               .arg(formatBytes(weightBytes), formatBytes(gradientBytes),
+                    gradientsOneAtATime ? " (one at a time: optimizer_in_bwd)" : "",
+                    eightBitOptimizer ? "8-bit AdamW" : "AdamW", formatBytes(optimizerBytes));
   lines << QString("Activations ≈ %1 (batch %2 × %3 tokens)").arg(formatBytes(activationBytes)).arg(batchSize).arg(seqLen);
   lines << QString("Estimated total ≈ %1").arg(formatBytes(totalBytes()));
   return lines.join('\n');

@@ -31,6 +31,7 @@ struct MemoryEstimate {
   double gradientBytes = 0;
   double optimizerBytes = 0;    // AdamW: two states per trainable parameter (8-bit: one byte each)
   bool eightBitOptimizer = false;
+  bool gradientsOneAtATime = false;  // optimizer_in_bwd
   double activationBytes = 0;   // rough: what backward keeps, plus fp32 logits
   int64_t batchSize = 1;
   int64_t seqLen = 0;
@@ -46,9 +47,12 @@ constexpr double kNf4BytesPerParam = 0.5 + 1.0 / 64 + 4.0 / (64 * 256);
 // The optimizer's states as the config's optimizer component says: bitsandbytes' or torchao's 8-bit
 // AdamW keeps one byte per moment and element plus an fp32 absmax per block of 256, and fp32 states
 // for tensors below min_8bit_size (training/adamw8bit.h); anything else counts as AdamW.
+// optimizer_in_bwd: each gradient is freed as soon as its parameter has stepped, so gradients count
+// as the largest single one.
 struct OptimizerStates {
   bool eightBit = false;
   int64_t min8bitSize = 4096;
+  bool inBackward = false;
 };
 OptimizerStates optimizerStatesOf(const ConfigDocument& doc);
 

@@ -115,6 +115,13 @@ class TestModelInfo : public QObject {
     QCOMPARE(e.optimizerBytes, 8.0 * kTinyParams);  // AdamW: exp_avg and exp_avg_sq
     const auto bf16 = tb::ui::estimateMemory(tiny(), RecipeKind::Full, "bf16", {}, 1, 16);
     QCOMPARE(bf16.weightBytes + bf16.gradientBytes + bf16.optimizerBytes, 8.0 * kTinyParams);
+    // optimizer_in_bwd: one gradient at a time, the largest (the 512 x 64 embedding).
+    tb::ui::ConfigDocument doc;
+    doc.loadText("optimizer_in_bwd: True\n", {}, {});
+    QVERIFY(tb::ui::optimizerStatesOf(doc).inBackward);
+    const auto in_bwd = tb::ui::estimateMemory(tiny(), RecipeKind::Full, "fp32", {}, 1, 16, tb::ui::optimizerStatesOf(doc));
+    QCOMPARE(in_bwd.gradientBytes, 4.0 * 512 * 64);
+    QVERIFY2(in_bwd.describe().contains("one at a time"), qPrintable(in_bwd.describe()));
   }
 
   // 8-bit AdamW (training/adamw8bit.h): a byte per moment and element and two fp32 absmax per block of
