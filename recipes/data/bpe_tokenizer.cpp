@@ -41,7 +41,8 @@ std::string base64_decode(const std::string& in, bool* ok) {
     return -1;
   };
   std::string out;
-  int bits = 0, buffer = 0;
+  int bits = 0;
+  uint32_t buffer = 0;  // the bits not yet output (fewer than 8) and the new 6: masked, never overflowing
   *ok = true;
   for (const char c : in) {
     if (c == '=') break;
@@ -50,7 +51,7 @@ std::string base64_decode(const std::string& in, bool* ok) {
       *ok = false;
       return out;
     }
-    buffer = (buffer << 6) | v;
+    buffer = ((buffer << 6) | static_cast<uint32_t>(v)) & 0x3FFF;
     bits += 6;
     if (bits >= 8) {
       bits -= 8;
