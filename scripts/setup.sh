@@ -4,6 +4,8 @@
 #   scripts/setup.sh test   install what is missing, build into build/, run the whole CTest suite
 #   scripts/setup.sh build  install and build only
 #   scripts/setup.sh fuzz [SECONDS]  install clang-14 and libFuzzer, fuzz the parsers (scripts/fuzz.sh)
+#   scripts/setup.sh sanitize  install what the tests need, build build-asan/ under ASan + UBSan and run the
+#                              suite there (scripts/sanitize.sh; a separate build, so CI can call it alone)
 # Idempotent: packages already present are not touched and the build is incremental.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -105,9 +107,13 @@ case "$mode" in
     install_missing "${packages[@]}" "${test_packages[@]}"; ensure_openblas; ensure_tokenizers_reference; ensure_llama_cpp_reference; build
     step "running the test suite"
     cd build && exec ctest --output-on-failure -j "$jobs" --timeout 1200 ;;
+  sanitize)
+    install_missing "${packages[@]}" "${test_packages[@]}"; ensure_openblas; ensure_tokenizers_reference; ensure_llama_cpp_reference
+    shift
+    exec scripts/sanitize.sh "$@" ;;
   fuzz)
     install_missing "${packages[@]}" clang-14 libclang-rt-14-dev
     shift
     exec scripts/fuzz.sh "$@" ;;
-  *) echo "usage: scripts/setup.sh run|test|build|fuzz" >&2; exit 2 ;;
+  *) echo "usage: scripts/setup.sh run|test|build|fuzz|sanitize" >&2; exit 2 ;;
 esac
