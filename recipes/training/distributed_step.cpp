@@ -15,7 +15,7 @@ constexpr int64_t kBucketBytes = 25 << 20;  // DDP's bucket_cap_mb default
 }  // namespace
 
 DistributedStep::DistributedStep(std::unique_ptr<TrainStep> step, distributed::ProcessGroup& group, int64_t accumulation)
-    : step_(std::move(step)), group_(group), accumulation_(std::max<int64_t>(1, accumulation)) {
+    : WrappedStep(std::move(step)), group_(group), accumulation_(std::max<int64_t>(1, accumulation)) {
   if (const char* env = std::getenv("TUNEBENCH_DDP_OVERLAP"); env && std::strcmp(env, "0") == 0) overlap_ = false;
   const auto& params = step_->trainable();
   bucket_of_.resize(params.size());

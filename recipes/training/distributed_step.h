@@ -22,19 +22,14 @@
 
 namespace tb::training {
 
-class DistributedStep : public TrainStep {
+class DistributedStep : public WrappedStep {
  public:
   // `accumulation`: micro-batches per optimizer step (the loop's gradient_accumulation_steps).
   DistributedStep(std::unique_ptr<TrainStep> step, distributed::ProcessGroup& group, int64_t accumulation);
   ~DistributedStep() override;
   at::Tensor forward_backward(const data::TensorBatch& batch) override;
-  bool last_was_warmup() const override { return step_->last_was_warmup(); }
-  bool next_is_warmup() const override { return step_->next_is_warmup(); }
   // `tokens`: the step's tokens over every rank.
   void optimizer_step(int64_t tokens) override;
-  const torch::nn::Module& state_module() const override { return step_->state_module(); }
-  torch::optim::Optimizer& optimizer() override { return step_->optimizer(); }
-  const std::vector<at::Tensor>& trainable() const override { return step_->trainable(); }
   std::string summary() const override;
 
  private:
@@ -46,7 +41,6 @@ class DistributedStep : public TrainStep {
   void start_ready_buckets();  // in order, as far as they are ready
   void start_bucket(size_t b);
 
-  std::unique_ptr<TrainStep> step_;
   distributed::ProcessGroup& group_;
   int64_t accumulation_;
   bool overlap_ = true;

@@ -6,7 +6,7 @@
 
 namespace tb::training {
 
-OptimizerInBackwardStep::OptimizerInBackwardStep(std::unique_ptr<TrainStep> step) : step_(std::move(step)) {
+OptimizerInBackwardStep::OptimizerInBackwardStep(std::unique_ptr<TrainStep> step) : WrappedStep(std::move(step)) {
   for (const auto& p : step_->trainable()) hooks_.add(p, [this] { gradient_ready(); });
 }
 

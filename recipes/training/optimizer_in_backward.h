@@ -20,24 +20,17 @@
 
 namespace tb::training {
 
-class OptimizerInBackwardStep : public TrainStep {
+class OptimizerInBackwardStep : public WrappedStep {
  public:
   explicit OptimizerInBackwardStep(std::unique_ptr<TrainStep> step);
   at::Tensor forward_backward(const data::TensorBatch& batch) override;
-  bool last_was_warmup() const override { return step_->last_was_warmup(); }
-  bool next_is_warmup() const override { return step_->next_is_warmup(); }
   // The parameters stepped in backward already; a micro-batch that ran without the hooks (the compile
   // warm-up) steps here.
   void optimizer_step(int64_t tokens) override;
-  const torch::nn::Module& state_module() const override { return step_->state_module(); }
-  torch::optim::Optimizer& optimizer() override { return step_->optimizer(); }
-  const std::vector<at::Tensor>& trainable() const override { return step_->trainable(); }
-  std::string summary() const override { return step_->summary(); }
 
  private:
   void gradient_ready();
 
-  std::unique_ptr<TrainStep> step_;
   int64_t tokens_ = 0;    // the label tokens of the micro-batch in backward
   bool armed_ = false;    // the hooks step (a backward of a micro-batch with tokens, not the warm-up)
   bool stepped_ = false;  // the last micro-batch's parameters stepped in its backward

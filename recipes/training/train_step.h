@@ -59,6 +59,24 @@ class TrainStep {
   virtual std::string summary() const { return {}; }
 };
 
+// A step around another (data parallel, optimizer_in_bwd): everything is the wrapped step's but what
+// the wrapper overrides.
+class WrappedStep : public TrainStep {
+ public:
+  explicit WrappedStep(std::unique_ptr<TrainStep> step) : step_(std::move(step)) {}
+  at::Tensor forward_backward(const data::TensorBatch& batch) override { return step_->forward_backward(batch); }
+  bool last_was_warmup() const override { return step_->last_was_warmup(); }
+  bool next_is_warmup() const override { return step_->next_is_warmup(); }
+  void optimizer_step(int64_t tokens) override { step_->optimizer_step(tokens); }
+  const torch::nn::Module& state_module() const override { return step_->state_module(); }
+  torch::optim::Optimizer& optimizer() override { return step_->optimizer(); }
+  const std::vector<at::Tensor>& trainable() const override { return step_->trainable(); }
+  std::string summary() const override { return step_->summary(); }
+
+ protected:
+  std::unique_ptr<TrainStep> step_;
+};
+
 // The eager step: plain composed LibTorch ops, the honest baseline.
 class EagerStep : public TrainStep {
  public:
