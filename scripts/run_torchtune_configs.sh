@@ -7,6 +7,8 @@
 # exit status, wall time, peak RSS, the step's loss, and the first error line when it failed.
 #   scripts/run_torchtune_configs.sh [REGEX]   (default: every config; e.g. 'qwen2_5/0.5B|llama3_2/1B')
 # SKIP=REGEX leaves matching configs out (e.g. SKIP='13B|14B|27B' where bf16 weights would not fit in RAM).
+# OVERRIDES='key=value ...' adds overrides to every run (e.g. OVERRIDES=optimizer_in_bwd=False, to see
+# what a setting saves).
 # EXPECT_ALL_PASS=1 exits non-zero when a config fails that the compat table does not refuse (its log's
 # tail goes to stderr), or when one it refuses runs. TB_CLI: the tunebench-cli to run (default build/bin).
 set -euo pipefail
@@ -60,7 +62,8 @@ for config in $(cd tests/data/torchtune_configs && find . -name '*.yaml' | sed '
   /usr/bin/time -f '%M' -o "$work/rss" "$cli" run "$recipe" --config "$file" output_dir="$out" \
     checkpointer.checkpoint_dir=null 'checkpointer.checkpoint_files=[]' "${tok[@]}" \
     dataset.source=json dataset.data_files=resources/datasets/tiny_instruct.json \
-    device="${DEVICE:-cpu}" batch_size=1 gradient_accumulation_steps=1 max_steps_per_epoch=1 epochs=1 >"$log" 2>&1
+    device="${DEVICE:-cpu}" batch_size=1 gradient_accumulation_steps=1 max_steps_per_epoch=1 epochs=1 \
+    ${OVERRIDES:-} >"$log" 2>&1
   status=$?
   set -e
   wall=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)")
