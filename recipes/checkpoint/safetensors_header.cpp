@@ -43,7 +43,7 @@ SafetensorsHeader parse_safetensors_header(const std::string& path, const char* 
   nlohmann::json root;
   try {
     root = nlohmann::json::parse(json_text, json_text + json_len, no_duplicates);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number out of range (1e999)
     fail(path, std::string("header is not valid JSON: ") + e.what());
   }
   if (!duplicate.empty()) fail_tensor(path, duplicate, "named twice in the header");

@@ -161,8 +161,10 @@ std::vector<std::pair<std::string, Value>> make_globals() {
                    const int64_t stop = range_arg(p.size() == 1 ? p[0] : p[1]);
                    const int64_t step = p.size() == 3 ? range_arg(p[2]) : 1;
                    if (step == 0) throw Fault("range() arg 3 must not be zero");
-                   const int64_t count = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0)
-                                                  : (start > stop ? (start - stop - step - 1) / -step : 0);
+                   // In 128 bits: the span of two 64-bit ends overflows 64.
+                   using wide = __int128;
+                   const wide count = step > 0 ? (stop > start ? (wide(stop) - start + step - 1) / step : 0)
+                                               : (start > stop ? (wide(start) - stop - step - 1) / -wide(step) : 0);
                    if (count > 100000)
                      throw Fault("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
                    std::vector<Value> items;

@@ -501,7 +501,10 @@ Value Renderer::eval_inner(const Expr& e, const std::shared_ptr<Frame>& frame) {
       if (v.is_undefined()) fail_undefined(v);
       const bool neg = e.kind == Expr::Kind::Neg;
       if (v.is_float()) return Value(neg ? -v.as_float() : v.as_float());
-      if (v.is_int() || v.is_bool()) return Value(neg ? -v.as_int() : v.as_int());
+      if (v.is_int() || v.is_bool()) {
+        if (neg && v.as_int() == INT64_MIN) throw Fault("integer overflow: the result of '-' does not fit in 64 bits");
+        return Value(neg ? -v.as_int() : v.as_int());
+      }
       throw Fault(std::string("bad operand type for unary ") + (neg ? "-" : "+") + ": '" + type_name(v) + "'");
     }
     case Expr::Kind::Not:

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 #include "text/jinja_strings.h"
@@ -424,7 +425,22 @@ double float_floordiv(double a, double b) {
   return floordiv;
 }
 
+// Python's integers do not overflow; 64-bit ones do (undefined behaviour, or SIGFPE for the lowest
+// value // -1). A chat template never needs such a number: a result out of range is an error.
+int64_t int_result(bool overflowed, int64_t value, const std::string& op) {
+  if (overflowed) throw Fault("integer overflow: the result of '" + op + "' does not fit in 64 bits");
+  return value;
+}
+
+// 'x' * n and [..] * n with a huge n would take memory without end (Python raises MemoryError).
+constexpr uint64_t kMaxRepeatBytes = 16u << 20, kMaxRepeatItems = 1u << 20;
+
 Value repeat(const Value& seq, int64_t n) {
+  const uint64_t unit = seq.is_string() ? seq.str().size() : seq.list().items.size();
+  const uint64_t limit = seq.is_string() ? kMaxRepeatBytes : kMaxRepeatItems;
+  if (n > 0 && unit > 0 && uint64_t(n) > limit / unit)
+    throw Fault("repeating a " + type_name(seq) + " " + std::to_string(n) + " times is larger than a template may make (" +
+                (seq.is_string() ? "16 MiB" : "1048576 items") + ")");
   if (seq.is_string()) {
     std::string out;
     for (int64_t i = 0; i < n; ++i) out += seq.str();
@@ -443,7 +459,12 @@ Value binary(const std::string& op, const Value& a, const Value& b) {
   const bool numbers = a.is_number() && b.is_number();
   const bool floats = numbers && (a.is_float() || b.is_float());
   if (op == "+") {
-    if (numbers) return floats ? Value(a.as_float() + b.as_float()) : Value(a.as_int() + b.as_int());
+    if (numbers) {
+      if (floats) return Value(a.as_float() + b.as_float());
+      int64_t r = 0;
+      const bool overflowed = __builtin_add_overflow(a.as_int(), b.as_int(), &r);
+      return Value(int_result(overflowed, r, op));
+    }
     if (a.is_string() && b.is_string()) return Value(a.str() + b.str());
     if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple() && a.list().view.empty() && b.list().view.empty()) {
       std::vector<Value> items = a.list().items;
@@ -455,11 +476,21 @@ Value binary(const std::string& op, const Value& a, const Value& b) {
     unsupported(op, a, b);
   }
   if (op == "-") {
-    if (numbers) return floats ? Value(a.as_float() - b.as_float()) : Value(a.as_int() - b.as_int());
+    if (numbers) {
+      if (floats) return Value(a.as_float() - b.as_float());
+      int64_t r = 0;
+      const bool overflowed = __builtin_sub_overflow(a.as_int(), b.as_int(), &r);
+      return Value(int_result(overflowed, r, op));
+    }
     unsupported(op, a, b);
   }
   if (op == "*") {
-    if (numbers) return floats ? Value(a.as_float() * b.as_float()) : Value(a.as_int() * b.as_int());
+    if (numbers) {
+      if (floats) return Value(a.as_float() * b.as_float());
+      int64_t r = 0;
+      const bool overflowed = __builtin_mul_overflow(a.as_int(), b.as_int(), &r);
+      return Value(int_result(overflowed, r, op));
+    }
     if ((a.is_string() || a.is_list()) && (b.is_int() || b.is_bool())) return repeat(a, b.as_int());
     if ((b.is_string() || b.is_list()) && (a.is_int() || a.is_bool())) return repeat(b, a.as_int());
     if (a.is_string() || a.is_list() || b.is_string() || b.is_list())
@@ -480,6 +511,7 @@ Value binary(const std::string& op, const Value& a, const Value& b) {
     }
     const int64_t x = a.as_int(), y = b.as_int();
     if (y == 0) throw Fault("integer division or modulo by zero");
+    if (y == -1) return Value(int_result(x == INT64_MIN, x == INT64_MIN ? x : -x, op));
     int64_t q = x / y;
     if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
     return Value(q);
@@ -493,6 +525,7 @@ Value binary(const std::string& op, const Value& a, const Value& b) {
     }
     const int64_t x = a.as_int(), y = b.as_int();
     if (y == 0) throw Fault("integer division or modulo by zero");
+    if (y == -1) return Value(int64_t{0});
     int64_t r = x % y;
     if (r != 0 && ((r < 0) != (y < 0))) r += y;
     return Value(r);
@@ -501,8 +534,17 @@ Value binary(const std::string& op, const Value& a, const Value& b) {
     if (!numbers) unsupported(op, a, b);
     if (!floats && b.as_int() >= 0) {
       int64_t result = 1, base = a.as_int();
-      for (int64_t e = b.as_int(); e > 0; e >>= 1, base *= base)
-        if (e & 1) result *= base;
+      for (int64_t e = b.as_int(); e > 0; e >>= 1) {
+        int64_t next = 0;
+        if (e & 1) {
+          const bool overflowed = __builtin_mul_overflow(result, base, &next);
+          result = int_result(overflowed, next, op);
+        }
+        if (e > 1) {
+          const bool overflowed = __builtin_mul_overflow(base, base, &next);
+          base = int_result(overflowed, next, op);
+        }
+      }
       return Value(result);
     }
     if (a.as_float() == 0.0 && b.as_float() < 0) throw Fault("0.0 cannot be raised to a negative power");

@@ -459,6 +459,24 @@ class TestJinja : public QObject {
              std::string("50"));
   }
 
+  // Python's integers are unbounded, ours 64-bit: fuzzing found a multiplication overflowing (undefined
+  // behaviour), and the lowest value // -1 is SIGFPE on x86. Results out of range are errors; huge
+  // repetitions and ranges are refused before any memory is taken.
+  void integerOverflowAndHugeRepetitionsAreErrors() {
+    for (const std::string& source :
+         {"{{ 9223372036854775807 + 1 }}", "{{ -9223372036854775807 - 2 }}", "{{ 6240453963943936 * 6240453963943936 }}",
+          "{{ 3 ** 40 }}", "{{ (-9223372036854775807 - 1) // -1 }}", "{{ -(-9223372036854775807 - 1) }}"}) {
+      const TemplateError e = error_of(source);
+      QVERIFY2(e.message().find("integer overflow") == 0, e.what());
+    }
+    QCOMPARE(render("{{ 3 ** 39 }} {{ (-9223372036854775807 - 1) % -1 }} {{ -7 // -1 }} {{ 2 ** 62 }}", Json::object()),
+             std::string("4052555153018976267 0 7 4611686018427387904"));
+    QVERIFY(error_of("{{ 'ab' * 100000000000 }}").message().find("larger than a template may make") != std::string::npos);
+    QVERIFY(error_of("{{ [1, 2] * 100000000000 }}").message().find("larger than a template may make") != std::string::npos);
+    QCOMPARE(render("{{ ('ab' * 3) ~ ([0] * 2) | length }}", Json::object()), std::string("ababab2"));
+    QVERIFY(error_of("{{ range(-9223372036854775807, 9223372036854775807) | length }}").message().find("Range too big") == 0);
+  }
+
   void raiseExceptionMessageAndLine() {
     const TemplateError e = error_of("{%- for m in messages %}\n  {%- if m.role == 'system' %}\n"
                                      "    {{- raise_exception('System role not supported') }}\n  {%- endif %}\n{%- endfor %}",
