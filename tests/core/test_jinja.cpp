@@ -463,7 +463,7 @@ class TestJinja : public QObject {
   // behaviour), and the lowest value // -1 is SIGFPE on x86. Results out of range are errors; huge
   // repetitions and ranges are refused before any memory is taken.
   void integerOverflowAndHugeRepetitionsAreErrors() {
-    for (const std::string& source :
+    for (const char* source :
          {"{{ 9223372036854775807 + 1 }}", "{{ -9223372036854775807 - 2 }}", "{{ 6240453963943936 * 6240453963943936 }}",
           "{{ 3 ** 40 }}", "{{ (-9223372036854775807 - 1) // -1 }}", "{{ -(-9223372036854775807 - 1) }}"}) {
       const TemplateError e = error_of(source);
