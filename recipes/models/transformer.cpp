@@ -49,6 +49,30 @@ torch::Tensor TransformerSelfAttentionLayerImpl::forward(const torch::Tensor& x,
   return h + m;
 }
 
+std::vector<ProjectionSite> layer_projection_sites(const ModelArgs& a, int64_t layer) {
+  const int64_t dim = a.embed_dim, q_dim = a.num_heads * a.head_dim(), kv_dim = a.num_kv_heads * a.head_dim();
+  std::vector<ProjectionSite> sites;
+  if (a.fused_qkv) {
+    sites.push_back({"qkv_proj", layer, dim, q_dim + 2 * kv_dim, a.attention_bias});
+  } else {
+    sites.push_back({"q_proj", layer, dim, q_dim, a.attention_bias});
+    sites.push_back({"k_proj", layer, dim, kv_dim, a.attention_bias});
+    sites.push_back({"v_proj", layer, dim, kv_dim, a.attention_bias});
+  }
+  sites.push_back({"output_proj", layer, q_dim, dim});
+  if (a.fused_gate_up) {
+    sites.push_back({"gate_up_proj", layer, dim, 2 * a.intermediate_dim});
+    sites.push_back({"w2", layer, a.intermediate_dim, dim});
+  } else {
+    sites.push_back({"w1", layer, dim, a.intermediate_dim});
+    sites.push_back({"w2", layer, a.intermediate_dim, dim});
+    sites.push_back({"w3", layer, dim, a.intermediate_dim});
+  }
+  return sites;
+}
+
+ProjectionSite output_site(const ModelArgs& a) { return {"output", -1, a.embed_dim, a.vocab_size}; }
+
 namespace {
 const ModelArgs& validated(const ModelArgs& a) {
   a.validate();
@@ -75,7 +99,7 @@ TransformerDecoderImpl::TransformerDecoderImpl(const ModelArgs& a, const LinearF
     : args_(validated(a)),
       rope_(a.rotary_dim(), a.rope_base, a.rope_scaling, a.max_seq_len),
       local_rope_(local_rotary(a)) {
-  const int64_t dim = a.embed_dim, hd = a.head_dim(), q_dim = a.num_heads * hd, kv_dim = a.num_kv_heads * hd;
+  const int64_t dim = a.embed_dim, hd = a.head_dim();
   // Each piece cast to the build dtype as soon as it is made (models/build_dtype.h).
   const auto dtype = BuildDtype::current();
   const auto cast = [dtype](torch::nn::Module& m) {
@@ -85,9 +109,11 @@ TransformerDecoderImpl::TransformerDecoderImpl(const ModelArgs& a, const LinearF
   cast(*tok_embeddings);
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < a.num_layers; ++i) {
-    auto site = [&](const char* name, int64_t in, int64_t out, bool bias = false) {
-      return checked(factory, {name, i, in, out, bias});
-    };
+    // One module per site, in the order layer_projection_sites gives them.
+    std::vector<torch::nn::AnyModule> made;
+    for (const auto& site : layer_projection_sites(a, i)) made.push_back(checked(factory, site));
+    size_t next = 0;
+    const auto take = [&] { return std::move(made.at(next++)); };
     AttentionDims dims{dim,
                        a.num_heads,
                        a.num_kv_heads,
@@ -96,29 +122,29 @@ TransformerDecoderImpl::TransformerDecoderImpl(const ModelArgs& a, const LinearF
                        a.attn_softcap,
                        a.layer_slides(i),
                        a.layer_slides(i) ? a.sliding_window : 0};
-    // One statement each: the factory sees the projections in a fixed order (argument order is unspecified).
+    // One statement each: argument order is unspecified.
     MultiHeadAttention attn{nullptr};
     if (a.fused_qkv) {
-      auto qkv = site("qkv_proj", dim, q_dim + 2 * kv_dim, a.attention_bias);
-      auto o = site("output_proj", q_dim, dim);
+      auto qkv = take();
+      auto o = take();
       attn = MultiHeadAttention(dims, std::move(qkv), std::move(o));
     } else {
-      auto q = site("q_proj", dim, q_dim, a.attention_bias);
-      auto k = site("k_proj", dim, kv_dim, a.attention_bias);
-      auto v = site("v_proj", dim, kv_dim, a.attention_bias);
-      auto o = site("output_proj", q_dim, dim);
+      auto q = take();
+      auto k = take();
+      auto v = take();
+      auto o = take();
       attn = MultiHeadAttention(dims, std::move(q), std::move(k), std::move(v), std::move(o));
     }
     if (a.qk_norm) attn->add_qk_norms(a.norm_eps, a.norm_offset);
     FeedForward mlp{nullptr};
     if (a.fused_gate_up) {
-      auto gate_up = site("gate_up_proj", dim, 2 * a.intermediate_dim);
-      auto w2 = site("w2", a.intermediate_dim, dim);
+      auto gate_up = take();
+      auto w2 = take();
       mlp = FeedForward(std::move(gate_up), std::move(w2), a.activation);
     } else {
-      auto w1 = site("w1", dim, a.intermediate_dim);
-      auto w2 = site("w2", a.intermediate_dim, dim);
-      auto w3 = site("w3", dim, a.intermediate_dim);
+      auto w1 = take();
+      auto w2 = take();
+      auto w3 = take();
       mlp = FeedForward(std::move(w1), std::move(w2), std::move(w3), a.activation);
     }
     TransformerSelfAttentionLayer layer(std::move(attn), std::move(mlp), dim, a.norm_eps, a.norm_offset,
@@ -130,7 +156,7 @@ TransformerDecoderImpl::TransformerDecoderImpl(const ModelArgs& a, const LinearF
   norm = register_module("norm", RMSNorm(dim, a.norm_eps, a.norm_offset));
   cast(*norm);
   if (!a.tie_word_embeddings) {
-    output = checked(factory, {"output", -1, dim, a.vocab_size});
+    output = checked(factory, output_site(a));
     register_module("output", output.ptr());
     cast(*output.ptr());
   }
@@ -233,17 +259,37 @@ void TransformerDecoderImpl::teardown_caches() {
   cache_pos_ = 0;
 }
 
-TransformerDecoder build_decoder(const ModelArgs& args, const LinearFactory& factory) {
+namespace {
+// The bytes the model's weights take once built: every parameter at the build dtype's size, except the
+// sites `storage` stores otherwise (checked before the build, which allocates them).
+double weight_bytes(const ModelArgs& args, const SiteStorage& storage) {
+  const double dtype_bytes = double(c10::elementSize(BuildDtype::current()));
+  double bytes = double(args.parameter_count()) * dtype_bytes;
+  if (!storage) return bytes;
+  // Every layer has the same projections (and what a factory makes of them does not depend on the layer).
+  const auto sites = layer_projection_sites(args, 0);
+  const auto adjust = [&](const ProjectionSite& site, double copies) {
+    const double stored = storage(site);
+    if (stored > 0) bytes -= copies * double(site.in_features) * double(site.out_features) * (dtype_bytes - stored);
+  };
+  for (const auto& site : sites) adjust(site, double(args.num_layers));
+  if (!args.tie_word_embeddings) adjust(output_site(args), 1.0);
+  return bytes;
+}
+}  // namespace
+
+TransformerDecoder build_decoder(const ModelArgs& args, const LinearFactory& factory, const SiteStorage& storage) {
   args.validate();
   // Larger than this machine's memory, the build would run until the system kills the process.
   const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
   const double gib = 1024.0 * 1024.0 * 1024.0;
-  const double needed = double(args.parameter_count()) * double(c10::elementSize(BuildDtype::current())) / gib;
+  const double needed = weight_bytes(args, storage) / gib;
   const double memory = pages > 0 && page_size > 0 ? double(pages) * double(page_size) / gib : 0.0;
   if (memory > 0 && needed > memory) {
-    char text[160];
-    std::snprintf(text, sizeof text, "%.1f GiB of %s weights, more than this machine's %.1f GiB of memory", needed,
-                  c10::toString(BuildDtype::current()), memory);
+    char text[200];
+    std::snprintf(text, sizeof text, "%.1f GiB of %s weights%s, more than this machine's %.1f GiB of memory", needed,
+                  c10::toString(BuildDtype::current()), storage ? " (quantised ones at their stored size)" : "",
+                  memory);
     throw std::runtime_error("the model has " + std::to_string(args.parameter_count()) + " parameters: " + text);
   }
   return TransformerDecoder(args, factory);
@@ -290,12 +336,27 @@ void init_weights(torch::nn::Module& model, uint64_t seed, double std) {
       continue;
     }
     // Drawn in fp32 on the CPU so a seed gives the same weights in every dtype and on every device.
-    auto values = torch::empty(p.sizes(), torch::kFloat);
-    values.normal_(0.0, std, gen);
-    p.copy_(values);
+    fill_normal(p, std, gen);
   }
   for (const auto& m : model.modules())
     if (auto* norm = dynamic_cast<RMSNormImpl*>(m.get())) norm->scale.fill_(norm->offset ? 0.0 : 1.0);
+}
+
+void fill_normal(torch::Tensor& weight, double std, at::Generator& gen, int64_t chunk) {
+  if (chunk <= 0 || chunk % 16 != 0) throw std::invalid_argument("fill_normal: chunk must be a positive multiple of 16");
+  const int64_t n = weight.numel();
+  auto flat = weight.view({n});
+  // Whole pieces of `chunk`, then the rest in one (between chunk and 2 * chunk elements, so at least 16:
+  // ATen's last, partial block of 16 redraws the final 16 values, which then lie in that same piece).
+  int64_t start = 0;
+  for (; n - start > 2 * chunk; start += chunk) {
+    auto values = torch::empty({chunk}, torch::kFloat);
+    values.normal_(0.0, std, gen);
+    flat.narrow(0, start, chunk).copy_(values);
+  }
+  auto values = torch::empty({n - start}, torch::kFloat);
+  values.normal_(0.0, std, gen);
+  flat.narrow(0, start, n - start).copy_(values);
 }
 
 }  // namespace tb::models

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include <ATen/core/Generator.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/any.h>
 #include <torch/nn/modules/container/modulelist.h>
@@ -43,6 +44,13 @@ using LinearFactory = std::function<torch::nn::AnyModule(const ProjectionSite&)>
 torch::nn::AnyModule make_plain_linear(const ProjectionSite& site);
 // q_proj, k_proj, v_proj, qkv_proj, output_proj, w1, w2, w3, gate_up_proj, output.
 const std::vector<std::string>& projection_names();
+// A decoder layer's projections, in the order the factory sees them: q, k, v (or qkv_proj), output_proj,
+// then w1, w2, w3 (or gate_up_proj, w2). The model's own output projection is `output_site`.
+std::vector<ProjectionSite> layer_projection_sites(const ModelArgs& args, int64_t layer);
+ProjectionSite output_site(const ModelArgs& args);
+// Bytes per element in which a factory stores a site's weight when that is not the build dtype's (QLoRA's
+// NF4 bases, made empty and filled as they load), else 0: the memory check before a build counts it so.
+using SiteStorage = std::function<double(const ProjectionSite&)>;
 
 // torchtune's names: sa_norm before attention, mlp_norm before the MLP, and with sandwich norms
 // (Gemma 2, 3) sa_scale after attention and mlp_scale after the MLP.
@@ -115,8 +123,11 @@ class TransformerDecoderImpl : public torch::nn::Module {
 };
 TORCH_MODULE(TransformerDecoder);
 
-// Builds the decoder (validates the arguments first). The default factory gives plain linears.
-TransformerDecoder build_decoder(const ModelArgs& args, const LinearFactory& factory = make_plain_linear);
+// Builds the decoder (validates the arguments first). The default factory gives plain linears. Refuses,
+// before allocating, a model whose weights (at the build dtype, or as `storage` says) exceed this
+// machine's memory.
+TransformerDecoder build_decoder(const ModelArgs& args, const LinearFactory& factory = make_plain_linear,
+                                 const SiteStorage& storage = {});
 
 // Number of parameter elements (each shared tensor once).
 int64_t count_parameters(const torch::nn::Module& module, bool trainable_only = false);
@@ -130,5 +141,11 @@ bool is_base_parameter(const std::string& name);
 // ~ N(0, std^2), biases 0, norm scales 1 (0 for Gemma's (1 + w) norms). Deterministic for a seed (own
 // generator; no global RNG state touched).
 void init_weights(torch::nn::Module& model, uint64_t seed, double std = 0.02);
+
+// Fills `weight` (any floating dtype, contiguous) with N(0, std^2) drawn in fp32 from `gen`, `chunk`
+// elements (a multiple of 16) at a time. The values equal one fp32 draw of the whole tensor, cast (ATen's
+// normal_ turns one stream of uniforms into normals in blocks of 16), without the whole fp32 copy: 3.4
+// GiB next to a 9B bf16 model for Gemma 2's embedding alone.
+void fill_normal(torch::Tensor& weight, double std, at::Generator& gen, int64_t chunk = int64_t{1} << 24);
 
 }  // namespace tb::models

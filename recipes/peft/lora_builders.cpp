@@ -5,6 +5,7 @@
 
 #include "peft/lora_linear.h"
 #include "peft/qlora.h"
+#include "quant/nf4.h"
 
 namespace tb::peft {
 
@@ -37,12 +38,18 @@ models::TransformerDecoder build_lora_decoder(const models::ModelArgs& args, con
     throw std::invalid_argument(
         "apply_lora_to_output: this model ties its output to the embedding, so it has no "
         "output projection to adapt");
-  const models::LinearFactory factory = [&settings](const models::ProjectionSite& site) {
+  // Under NF4OnLoad the targeted bases are made empty and quantised as they load (peft/qlora.h); the
+  // memory check before the build counts them at NF4's size.
+  const bool nf4_on_load = settings.quantize_base && NF4OnLoad::active();
+  const models::LinearFactory factory = [&settings, nf4_on_load](const models::ProjectionSite& site) {
     if (!lora_targets(settings, site)) return models::make_plain_linear(site);
     return torch::nn::AnyModule(LoRALinear(site.in_features, site.out_features, settings.lora_rank, settings.lora_alpha,
-                                           settings.lora_dropout, site.bias, settings.quantize_base && NF4OnLoad::active()));
+                                           settings.lora_dropout, site.bias, nf4_on_load));
   };
-  models::TransformerDecoder model = models::build_decoder(args, factory);
+  const models::SiteStorage nf4_storage = [&settings](const models::ProjectionSite& site) {
+    return lora_targets(settings, site) ? quant::nf4_bytes_per_parameter() : 0.0;
+  };
+  models::TransformerDecoder model = models::build_decoder(args, factory, nf4_on_load ? nf4_storage : models::SiteStorage{});
   // The base weights are stored in NF4 as the checkpoint is copied in (under NF4OnLoad) or once it is
   // in them (peft::quantize_lora_bases); the flag tells the recipe to do so.
   if (settings.quantize_base) mark_for_quantization(*model);

@@ -44,6 +44,11 @@ const std::array<float, 16>& nf4_code_book();
 // scales is then shorter and gets its own s2 from its own absmax.
 NF4Weight quantize_nf4(const torch::Tensor& weight, int64_t block_size = 64, int64_t scaler_block_size = 256);
 
+// Bytes an NF4 weight takes per parameter (the storage line above), for memory checks before building.
+constexpr double nf4_bytes_per_parameter(int64_t block_size = 64, int64_t scaler_block_size = 256) {
+  return 0.5 + 1.0 / double(block_size) + 4.0 / (double(block_size) * double(scaler_block_size));
+}
+
 // The weight back in its original shape: code value * dequantised block scale, computed in fp32 and
 // returned in dtype. (Quantisation divides by the true absmax; only dequantisation sees the
 // double-quantised scale, as in torchao.)

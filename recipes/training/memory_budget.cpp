@@ -1,6 +1,9 @@
 #include "training/memory_budget.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include <torch/nn/module.h>
@@ -30,7 +33,53 @@ nlohmann::json step_shape(const models::TransformerDecoderImpl& model, int64_t n
           {"dim", a.embed_dim},              {"hidden", a.intermediate_dim}};
 }
 
+uint64_t held_bytes(const nlohmann::json& m) {
+  return m.value("frozen_bytes", uint64_t{0}) + m.value("trainable_bytes", uint64_t{0}) +
+         m.value("gradient_bytes", uint64_t{0}) + m.value("optimizer_bytes", uint64_t{0});
+}
+
+std::string gib(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", double(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return text;
+}
+
+std::string held_line(const nlohmann::json& m) {
+  return gib(held_bytes(m)) + " GiB (weights " +
+         gib(m.value("frozen_bytes", uint64_t{0}) + m.value("trainable_bytes", uint64_t{0})) + ", gradients " +
+         gib(m.value("gradient_bytes", uint64_t{0})) + ", optimizer states " + gib(m.value("optimizer_bytes", uint64_t{0})) +
+         ")";
+}
+
 }  // namespace
+
+std::optional<std::string> memory_shortfall(const nlohmann::json& m, uint64_t memory_bytes) {
+  const uint64_t held = held_bytes(m);
+  if (memory_bytes == 0 || held <= memory_bytes) return std::nullopt;
+  const uint64_t trainable = m.value("trainable_bytes", uint64_t{0}), params = m.value("trainable_params", uint64_t{0});
+  std::string help;
+  const auto add = [&help](const std::string& what) { help += (help.empty() ? "" : ", ") + what; };
+  // What would shrink the largest parts, where the run does not already do it.
+  if (params > 0 && trainable > m.value("frozen_bytes", uint64_t{0})) add("a LoRA or QLoRA recipe (trains adapters only)");
+  if (params > 0 && m.value("optimizer_bytes", uint64_t{0}) > 3 * params)  // more than 8-bit states
+    add("an 8-bit AdamW (bitsandbytes.optim.AdamW8bit: 2 bytes per parameter for its states)");
+  if (m.value("gradient_bytes", uint64_t{0}) >= trainable && trainable > 0)
+    add("optimizer_in_bwd: True (one gradient at a time)");
+  return "memory: this run holds at least " + held_line(m) + " before any activation, more than this machine's " +
+         gib(memory_bytes) + " GiB: it cannot run here" + (help.empty() ? std::string() : "; less would take: " + help);
+}
+
+std::optional<std::string> memory_tight(const nlohmann::json& m, uint64_t memory_bytes) {
+  const uint64_t held = held_bytes(m);
+  if (memory_bytes == 0 || held > memory_bytes || held * 10 <= memory_bytes * 9) return std::nullopt;
+  return "memory: this run holds at least " + held_line(m) + " before any activation, over 90% of this machine's " +
+         gib(memory_bytes) + " GiB: the activations may not fit (the system would then stop the run)";
+}
+
+uint64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : 0;
+}
 
 double step_flops(const nlohmann::json& shape, int64_t sequences, int64_t seq_len) {
   const double tokens = double(sequences) * double(seq_len);

@@ -1,6 +1,9 @@
 // What the weights, gradients and optimizer states of a run take, said before it starts.
 #pragma once
 
+#include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -27,6 +30,15 @@ namespace tb::training {
 // so gradient_bytes is the largest single one.
 nlohmann::json memory_budget_event(const models::TransformerDecoderImpl& model, const torch::optim::Optimizer& optimizer,
                                    const std::vector<at::Tensor>& trainable, bool gradients_one_at_a_time = false);
+
+// Refuses a run that cannot fit this machine, before its first step: the weights, gradients and optimizer
+// states of `memory` (the event's "memory" object) are held together at least, activations come on top.
+// Returns the error when they exceed `memory_bytes`, naming what would help; nullopt when they fit.
+std::optional<std::string> memory_shortfall(const nlohmann::json& memory, uint64_t memory_bytes);
+// A warning when they fit but leave less than a tenth of `memory_bytes` for activations and the rest.
+std::optional<std::string> memory_tight(const nlohmann::json& memory, uint64_t memory_bytes);
+// This machine's physical memory in bytes (0 when unknown).
+uint64_t physical_memory_bytes();
 
 // A training step's model FLOPs (forward and backward, no recomputation) from the "shape" object above:
 // every matmul weight twice forward and twice for the input gradients, a trainable one twice more for

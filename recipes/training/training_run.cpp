@@ -50,6 +50,11 @@ TrainingRun::TrainingRun(const config::Config& cfg, const config::Registry& regi
   const nlohmann::json budget =
       memory_budget_event(*model, step_->optimizer(), step_->trainable(), step_options.optimizer_in_backward);
   logger.log_event(budget);
+  if (budget.contains("memory")) {
+    const uint64_t memory = physical_memory_bytes();
+    if (const auto error = memory_shortfall(budget["memory"], memory)) throw std::runtime_error(*error);
+    if (const auto warning = memory_tight(budget["memory"], memory)) log_warning(logger, *warning);
+  }
   // A checkpoint holds the weights and the optimizer's states (to resume): a disk that cannot hold one
   // is said now, not after the training.
   if (budget.contains("memory")) {

@@ -13,6 +13,8 @@
 #include <QJsonObject>
 #include <QTemporaryDir>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -540,6 +542,36 @@ class TestLora : public QObject {
     wrong["layers.1.mlp.w1.weight"] = torch::zeros({64, 64});
     const QString error = error_of([&] { checkpoint::copy_into_model(*build(true), wrong, "ckpt"); });
     QVERIFY2(error.contains("gate_proj") && error.contains("[64, 64] in the checkpoint but [128, 64]"), qPrintable(error));
+  }
+
+  // The check before a build counts QLoRA's deferred bases at NF4's size: a model whose bf16 weights are
+  // 1.5x this machine's memory builds (nothing of its bases is allocated until they load) and is refused
+  // as plain LoRA; at 6x (NF4: 1.5x) QLoRA is refused too. (It counted every base at bf16 and refused.)
+  void qloraIsCheckedAgainstMemoryAtItsStoredSize() {
+    const double memory = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+    models::ModelArgs a = tiny_args(1);
+    a.embed_dim = 4096;
+    a.num_heads = 32;
+    a.num_kv_heads = 32;
+    a.intermediate_dim = 11008;
+    a.vocab_size = 256;
+    const double layer_bf16 = 2.0 * (4.0 * 4096 * 4096 + 3.0 * 4096 * 11008);
+    peft::LoraSettings s;
+    s.lora_attn_modules = {"q_proj", "k_proj", "v_proj", "output_proj"};
+    s.apply_lora_to_mlp = true;
+    s.quantize_base = true;
+    models::BuildDtype bf16(torch::kBFloat16);
+    a.num_layers = static_cast<int64_t>(std::ceil(1.5 * memory / layer_bf16));
+    {
+      peft::NF4OnLoad on_load;
+      auto model = peft::build_lora_decoder(a, s);
+      QCOMPARE(model->num_layers(), a.num_layers);
+      for (const auto& [name, lora] : peft::lora_modules(*model)) QVERIFY2(lora->awaiting_weight(), name.c_str());
+    }
+    EXPECT_ERROR_CONTAINS(peft::build_lora_decoder(a, s), "BFloat16 weights, more than this machine's");
+    a.num_layers *= 4;
+    peft::NF4OnLoad on_load;
+    EXPECT_ERROR_CONTAINS(peft::build_lora_decoder(a, s), "(quantised ones at their stored size), more than this machine's");
   }
 
   void decoderWithLoRAMatchesPlainAtInit() {

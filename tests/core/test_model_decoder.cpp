@@ -4,6 +4,7 @@
 
 #include "test_main.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
 #include "peft/lora_builders.h"
@@ -207,6 +208,29 @@ class TestModelDecoder : public QObject {
     d->to(torch::kBFloat16);
     init_weights(*d, 42);
     QVERIFY(torch::equal(d->named_parameters()["output.weight"], pa["output.weight"].to(torch::kBFloat16)));
+  }
+
+  // Random weights are drawn in fp32 pieces (no whole fp32 copy of a large embedding): the values equal one
+  // draw of the whole tensor, in fp32 and cast to bf16, whatever the piece size (a multiple of 16) and
+  // length, tails that are not a multiple of 16 included.
+  void piecewiseDrawEqualsTheWholeDraw() {
+    for (const int64_t n : {5, 16, 37, 100, 1000, 4099, 65537}) {
+      for (const int64_t chunk : {16, 48, 1024}) {
+        auto whole_gen = at::make_generator<at::CPUGeneratorImpl>(uint64_t(n));
+        auto whole = torch::empty({n}, torch::kFloat);
+        whole.normal_(0.0, 0.02, whole_gen);
+        for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+          auto gen = at::make_generator<at::CPUGeneratorImpl>(uint64_t(n));
+          auto pieces = torch::empty({n}, dtype);
+          fill_normal(pieces, 0.02, gen, chunk);
+          QVERIFY2(torch::equal(pieces, whole.to(dtype)),
+                   qPrintable(QString("n %1, chunk %2, %3").arg(n).arg(chunk).arg(c10::toString(dtype))));
+        }
+      }
+    }
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(1);
+    auto t = torch::empty({64});
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, fill_normal(t, 0.02, gen, 24));
   }
 
   void badArgumentsAreRefused() {

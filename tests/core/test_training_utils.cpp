@@ -11,7 +11,9 @@
 
 #include <torch/torch.h>
 
+#include "models/transformer.h"
 #include "training/memory.h"
+#include "training/memory_budget.h"
 #include "models/loss.h"
 #include "training/optim.h"
 #include "training/run_checkpoint.h"
@@ -88,6 +90,45 @@ class TestTrainingUtils : public QObject {
     QVERIFY2(QString::fromStdString(*warning).startsWith("output_dir " + QString::fromStdString(out) + " has ") &&
                  warning->find("a checkpoint of this run takes about") != std::string::npos,
              warning->c_str());
+  }
+
+  // A run whose weights, gradients and optimizer states exceed the machine's memory is refused before its
+  // first step (it was killed by the system minutes later), naming the parts and what would take less.
+  void memoryShortfallIsRefusedBeforeTheFirstStep() {
+    tb::models::ModelArgs a = tb::models::llama_tiny_test_args();
+    auto model = tb::models::build_decoder(a);
+    std::vector<torch::Tensor> params = model->parameters();
+    torch::optim::AdamW adamw(params, torch::optim::AdamWOptions(1e-3));
+    const auto budget = tb::training::memory_budget_event(*model, adamw, params);
+    const auto& memory = budget.at("memory");
+    const uint64_t weights = uint64_t(tb::models::count_parameters(*model)) * 4;
+    const uint64_t held = 4 * weights;  // fp32: weights, gradients, AdamW's two moments
+    QCOMPARE(memory.value("frozen_bytes", uint64_t{0}) + memory.value("trainable_bytes", uint64_t{0}) +
+                 memory.value("gradient_bytes", uint64_t{0}) + memory.value("optimizer_bytes", uint64_t{0}),
+             held);
+    QVERIFY(!tb::training::memory_shortfall(memory, held).has_value());
+    QVERIFY(!tb::training::memory_tight(memory, held * 2).has_value());
+    const auto tight = tb::training::memory_tight(memory, held + held / 20);
+    QVERIFY(tight.has_value() && tight->find("over 90% of this machine's") != std::string::npos);
+    const auto error = tb::training::memory_shortfall(memory, held - 1);
+    QVERIFY(error.has_value());
+    for (const char* part : {"memory: this run holds at least", "before any activation", "it cannot run here",
+                             "a LoRA or QLoRA recipe", "an 8-bit AdamW", "optimizer_in_bwd: True"})
+      QVERIFY2(error->find(part) != std::string::npos, error->c_str());
+
+    // Llama 3 8B's full fine-tune as torchtune configures it (bf16, 8-bit AdamW, optimizer_in_bwd) on 23.5 GiB:
+    // refused, and nothing it already does is suggested.
+    const uint64_t n = 8'030'261'248;
+    const nlohmann::json eight_b = {{"frozen_bytes", 0},         {"trainable_bytes", 2 * n},
+                                    {"gradient_bytes", 2 * 525'336'576}, {"optimizer_bytes", 2 * n + n / 32},
+                                    {"trainable_params", n}};
+    const auto refused = tb::training::memory_shortfall(eight_b, uint64_t(23.5 * 1024 * 1024 * 1024));
+    QVERIFY(refused.has_value());
+    QVERIFY2(refused->find("at least 31.1 GiB (weights 15.0, gradients 1.0, optimizer states 15.2)") != std::string::npos &&
+                 refused->find("more than this machine's 23.5 GiB") != std::string::npos &&
+                 refused->find("LoRA") != std::string::npos && refused->find("8-bit") == std::string::npos &&
+                 refused->find("optimizer_in_bwd") == std::string::npos,
+             refused->c_str());
   }
 
   void countsTensorStorage() {
