@@ -66,21 +66,23 @@ struct CountingCpuAllocator final : c10::Allocator {
 }  // namespace
 
 bool keep_freed_memory_in_process() {
-  static const bool changed = [] {
-    const char* mode = std::getenv("TUNEBENCH_MALLOC");
-    if (mode && std::string(mode) == "system") return false;
-    // Large blocks from the heap instead of one mmap each, and the heap's top never given back.
-    const bool no_mmap = mallopt(M_MMAP_MAX, 0) == 1;
-    const bool no_trim = mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max()) == 1;
-    return no_mmap && no_trim;
-  }();
-  return changed;
+  const char* mode = std::getenv("TUNEBENCH_MALLOC");
+  if (mode && std::string(mode) == "system") return false;
+  // Large blocks from the heap instead of one mmap each, and the heap's top never given back.
+  const bool no_mmap = mallopt(M_MMAP_MAX, 0) == 1;
+  const bool no_trim = mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max()) == 1;
+  return no_mmap && no_trim;
+}
+
+void release_freed_memory() {
+  mallopt(M_MMAP_MAX, 65536);             // glibc's default
+  mallopt(M_TRIM_THRESHOLD, 128 * 1024);  // glibc's default
+  malloc_trim(0);
 }
 
 void install_memory_tracking() {
   static std::once_flag once;
   std::call_once(once, [] {
-    keep_freed_memory_in_process();
     static CountingCpuAllocator allocator;
     c10::SetCPUAllocator(&allocator, /*priority=*/1);
   });

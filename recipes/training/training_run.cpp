@@ -4,6 +4,7 @@
 
 #include "data/dataset.h"
 #include "distributed/process_group.h"
+#include "training/memory.h"
 #include "training/memory_budget.h"
 #include "training/recipe_state.h"
 
@@ -87,6 +88,11 @@ TrainingRun::TrainingRun(const config::Config& cfg, const config::Registry& regi
     loop_->resume_from(load_recipe_state(resume_dir, step_->optimizer()));
     log_info(logger, "resumed from " + resume_dir + " at step " + std::to_string(loop_->global_step()));
   }
+}
+
+RunResult TrainingRun::train(const SaveCheckpoint& save) {
+  KeepFreedMemory kept;
+  return loop_->run(*step_, *loader_, save);
 }
 
 nlohmann::json TrainingRun::manifest(const std::string& recipe, int64_t epochs_run) const {

@@ -27,7 +27,8 @@ class TrainingRun {
               models::TransformerDecoder model, const std::string& resume_dir, MetricLogger& logger,
               RunControl& control);
 
-  RunResult train(const SaveCheckpoint& save) { return loop_->run(*step_, *loader_, save); }
+  // Runs the loop; freed memory stays in the process meanwhile (training/memory.h), not while building.
+  RunResult train(const SaveCheckpoint& save);
 
   TrainStep& step() { return *step_; }
   std::string step_summary() const { return step_->summary(); }

@@ -42,6 +42,15 @@ class TestTrainingUtils : public QObject {
     const auto after = mallinfo2();
     QCOMPARE(after.arena, held.arena);  // not trimmed
     QVERIFY(after.fordblks >= bytes);   // free in the heap, ready for the next step
+
+    // After the training loop, glibc's defaults again: the block is its own mmap, gone when freed.
+    tb::training::release_freed_memory();
+    const auto released = mallinfo2();
+    void* again = std::malloc(bytes);
+    QVERIFY(again);
+    QVERIFY(mallinfo2().hblkhd >= released.hblkhd + bytes);  // an mmapped chunk of its own
+    std::free(again);
+    QCOMPARE(mallinfo2().hblkhd, released.hblkhd);
   }
 
   void cosineScheduleMatchesFormula_data() {
