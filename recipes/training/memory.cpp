@@ -74,9 +74,12 @@ bool keep_freed_memory_in_process() {
   return no_mmap && no_trim;
 }
 
-void release_freed_memory() {
-  mallopt(M_MMAP_MAX, 65536);             // glibc's default
-  mallopt(M_TRIM_THRESHOLD, 128 * 1024);  // glibc's default
+void return_freed_memory() {
+  const char* mode = std::getenv("TUNEBENCH_MALLOC");
+  if (mode && std::string(mode) == "system") return;
+  mallopt(M_MMAP_MAX, 65536);               // glibc's default
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);    // glibc's initial value, now fixed
+  mallopt(M_TRIM_THRESHOLD, 256 * 1024);    // glibc's default pairing (twice the mmap threshold)
   malloc_trim(0);
 }
 

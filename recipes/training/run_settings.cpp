@@ -104,6 +104,7 @@ void begin_run(RunSettings& settings, const config::Config& cfg, const std::stri
   }
   apply_runtime(settings.runtime);
   install_memory_tracking();
+  return_freed_memory();  // for the model's build and load (training/memory.h)
   log_info(logger, seed_message(settings.runtime));
   if (const std::string w = threads_warning(settings.runtime); !w.empty()) log_warning(logger, w);
   for (const std::string& w : config::no_effect_warnings(cfg)) logger.log_event({{"event", "warning"}, {"message", w}});

@@ -44,7 +44,7 @@ class TestTrainingUtils : public QObject {
     QVERIFY(after.fordblks >= bytes);   // free in the heap, ready for the next step
 
     // After the training loop, glibc's defaults again: the block is its own mmap, gone when freed.
-    tb::training::release_freed_memory();
+    tb::training::return_freed_memory();
     const auto released = mallinfo2();
     void* again = std::malloc(bytes);
     QVERIFY(again);
