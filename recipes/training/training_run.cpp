@@ -103,7 +103,14 @@ nlohmann::json TrainingRun::manifest(const std::string& recipe, int64_t epochs_r
 
 void TrainingRun::write_checkpoint(const std::string& name, const nlohmann::json& manifest,
                                    const std::function<void(const std::string& folder)>& fill) {
-  if (settings_.is_main()) writer_.write(name, loop_->global_step(), manifest, fill);  // every rank holds the same weights
+  if (!settings_.is_main()) return;  // every rank holds the same weights
+  // A save's transients (each merged or converted weight, made one at a time) go back to the system
+  // instead of growing the heap the steps keep (training/memory.h); the steps' heap is kept again after.
+  return_freed_memory();
+  struct KeepAgain {
+    ~KeepAgain() { keep_freed_memory_in_process(); }
+  } keep_again;
+  writer_.write(name, loop_->global_step(), manifest, fill);
 }
 
 RunResult end_run(RunResult result, const TrainingRun* run, MetricLogger& logger) {
