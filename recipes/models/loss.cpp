@@ -28,12 +28,28 @@ struct LossChunk : torch::CustomClassHolder {
   }
 };
 
-// One chunk's loss without keeping its logits: backward recomputes them with grad enabled and
-// back-propagates through the recomputed graph (the head's parameter gradients land as usual).
+// The output projection's parameters that train (the embedding when tied; the head's weight, or its
+// adapters), in a fixed order.
+std::vector<torch::Tensor> trainable_head_parameters(TransformerDecoderImpl& model) {
+  std::vector<torch::Tensor> out;
+  const auto params = model.tied() ? std::vector<torch::Tensor>{model.tok_embeddings->weight} : model.output.ptr()->parameters();
+  for (const auto& p : params)
+    if (p.requires_grad()) out.push_back(p);
+  return out;
+}
+
+// One chunk's loss without keeping its logits: backward recomputes them with grad enabled and returns the
+// gradients of the hidden states and of the head's parameters, which are inputs of this function. So the
+// autograd engine sums every chunk's head gradient (and, tied, the embedding's own) before it accumulates
+// once into each parameter: gradient hooks fire once per step (optimizer_in_bwd steps the head once, after
+// its whole gradient; the data-parallel sum reduces it once), as for any other parameter. (A nested
+// backward into the parameters fired them once per chunk: the head stepped on each chunk's part, and a
+// tied embedding changed while the embedding lookup's backward still needed it.)
 struct RecomputedLossChunk : torch::autograd::Function<RecomputedLossChunk> {
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor hidden,
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor hidden, at::TensorList head,
                                c10::intrusive_ptr<LossChunk> chunk) {
     ctx->saved_data["chunk"] = c10::IValue::make_capsule(chunk);
+    ctx->saved_data["head_parameters"] = static_cast<int64_t>(head.size());
     ctx->save_for_backward({hidden});
     torch::NoGradGuard no_grad;
     return chunk->run(hidden);
@@ -43,13 +59,20 @@ struct RecomputedLossChunk : torch::autograd::Function<RecomputedLossChunk> {
     auto holder = ctx->saved_data["chunk"].toCapsule();
     const auto* chunk = static_cast<const LossChunk*>(holder.get());
     auto input = ctx->get_saved_variables()[0].detach().requires_grad_(true);
+    const auto head = trainable_head_parameters(*chunk->model);
+    TORCH_CHECK(static_cast<int64_t>(head.size()) == ctx->saved_data["head_parameters"].toInt(),
+                "the output projection's trainable parameters changed between forward and backward");
     torch::Tensor loss;
     {
       torch::AutoGradMode grad(true);
       loss = chunk->run(input);
     }
-    torch::autograd::backward({loss}, {grad_out[0]});
-    return {input.grad(), torch::Tensor()};
+    torch::autograd::variable_list inputs{input};
+    inputs.insert(inputs.end(), head.begin(), head.end());
+    auto grads = torch::autograd::grad({loss}, inputs, {grad_out[0]}, /*retain_graph=*/false,
+                                       /*create_graph=*/false, /*allow_unused=*/true);
+    grads.emplace_back();  // the chunk closure
+    return grads;
   }
 };
 
@@ -61,13 +84,14 @@ at::Tensor token_loss_sum(TransformerDecoderImpl& model, const at::Tensor& hidde
   if (spec.recompute_chunks && torch::GradMode::is_enabled()) {
     auto hidden_chunks = hidden.chunk(chunks, /*dim=*/1);
     auto label_chunks = labels.chunk(chunks, /*dim=*/1);
+    const auto head = trainable_head_parameters(model);
     at::Tensor total;
     for (size_t i = 0; i < hidden_chunks.size(); ++i) {
       auto chunk = c10::make_intrusive<LossChunk>();
       chunk->model = &model;
       chunk->labels = label_chunks[i];
       chunk->ignore_index = spec.ignore_index;
-      auto part = RecomputedLossChunk::apply(hidden_chunks[i], chunk);
+      auto part = RecomputedLossChunk::apply(hidden_chunks[i], at::TensorList(head), chunk);
       total = total.defined() ? total + part : part;
     }
     return total;

@@ -66,7 +66,7 @@ std::optional<std::string> memory_shortfall(const nlohmann::json& m, uint64_t me
   if (m.value("gradient_bytes", uint64_t{0}) >= trainable && trainable > 0)
     add("optimizer_in_bwd: True (one gradient at a time)");
   return "memory: this run holds at least " + held_line(m) + " before any activation, more than this machine's " +
-         gib(memory_bytes) + " GiB: it cannot run here" + (help.empty() ? std::string() : "; less would take: " + help);
+         gib(memory_bytes) + " GiB: it cannot run here" + (help.empty() ? std::string() : "; these take less: " + help);
 }
 
 std::optional<std::string> memory_tight(const nlohmann::json& m, uint64_t memory_bytes) {

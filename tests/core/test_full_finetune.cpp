@@ -380,6 +380,8 @@ class TestFullFinetune : public QObject {
     QTest::newRow("eager") << "compile=false";
     QTest::newRow("compiled") << "compile=true";
     QTest::newRow("activation checkpointing") << "enable_activation_checkpointing=true";
+    // Its chunks recompute the head in backward: the head must step once, on its whole gradient.
+    QTest::newRow("LinearCrossEntropyLoss") << "loss._component_=torchtune.modules.loss.LinearCrossEntropyLoss";
   }
   void optimizerInBackwardGivesTheStepAfterBackward() {
     QFETCH(QString, how);
@@ -399,6 +401,54 @@ class TestFullFinetune : public QObject {
     for (const auto& [name, t] : x) QVERIFY2(torch::equal(t, y.at(name)), name.c_str());
     QVERIFY(!in_bwd.info_containing("one at a time: optimizer_in_bwd").empty());
     QVERIFY(after.info_containing("one at a time").empty());
+  }
+
+  // LinearCrossEntropyLoss recomputes each chunk's logits in backward. With a tied embedding the head is
+  // also the embedding: each parameter's gradient hook must fire once per backward, after its whole
+  // gradient (it fired per chunk: optimizer_in_bwd stepped the embedding on each chunk's part, and the
+  // run failed with "modified by an inplace operation"); the gradients equal the unchunked loss's.
+  void chunkedLossGradientsArriveOncePerParameter() {
+    torch::manual_seed(0);
+    const auto tokens = torch::randint(0, 512, {2, 16}, torch::kLong);
+    const tb::data::TensorBatch batch{tokens, torch::randint(0, 512, {2, 16}, torch::kLong), {}};
+    auto args = *tb::models::preset_args("llama_tiny_test");
+    args.tie_word_embeddings = true;
+    const tb::training::OptimizerFactory adamw = [](std::vector<torch::Tensor> params) {
+      return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(1e-3));
+    };
+    std::vector<torch::Tensor> reference;
+    for (const bool chunked : {false, true}) {
+      auto model = tb::models::build_decoder(args);
+      tb::models::init_weights(*model, 7);
+      tb::training::StepOptions options;
+      if (chunked) options.loss = tb::models::LossSpec{-100, 4, /*recompute_chunks=*/true};
+      CollectingLogger events;
+      auto step = tb::training::make_train_step(model, adamw, options, events);
+      std::map<const void*, int> fired;
+      tb::training::GradientReadyHooks probe;
+      for (const auto& p : step->trainable()) probe.add(p, [&fired, key = p.unsafeGetTensorImpl()] { ++fired[key]; });
+      step->forward_backward(batch);
+      QCOMPARE(fired.size(), step->trainable().size());
+      for (const auto& [key, count] : fired) QCOMPARE(count, 1);
+      for (size_t i = 0; i < step->trainable().size(); ++i) {
+        const auto g = step->trainable()[i].grad();
+        if (!chunked) {
+          reference.push_back(g.clone());
+          continue;
+        }
+        QVERIFY2(torch::allclose(g, reference[i], 1e-4, 1e-6), qPrintable(QString::number(i)));
+      }
+    }
+    // And with optimizer_in_bwd the chunked, tied step runs (each parameter steps once inside backward).
+    auto model = tb::models::build_decoder(args);
+    tb::models::init_weights(*model, 7);
+    tb::training::StepOptions options;
+    options.loss = tb::models::LossSpec{-100, 4, true};
+    options.optimizer_in_backward = true;
+    CollectingLogger events;
+    auto step = tb::training::make_train_step(model, adamw, options, events);
+    step->forward_backward(batch);
+    step->optimizer_step(2 * 16);
   }
 
   // The point of it: when backward makes a gradient, the ones before it have already stepped and gone.
