@@ -122,7 +122,7 @@ TransformerDecoderImpl::TransformerDecoderImpl(const ModelArgs& a, const LinearF
                        a.attn_softcap,
                        a.layer_slides(i),
                        a.layer_slides(i) ? a.sliding_window : 0};
-    // One statement each: argument order is unspecified.
+    // One take() a statement: the order of evaluation within one expression is unspecified.
     MultiHeadAttention attn{nullptr};
     if (a.fused_qkv) {
       auto qkv = take();

@@ -25,8 +25,8 @@ bool keep_freed_memory_in_process();
 void return_freed_memory();
 
 // keep_freed_memory_in_process() for the training loop only (the recipes call return_freed_memory() before
-// they build the model). Building and loading a model with freed memory kept kept every transient of the
-// build resident: a 7B LoRA run peaked at 20.8 GiB for 12.6 GiB of weights. At the scope's end
+// they build the model): with freed memory kept, building and loading a model left every transient of the
+// build resident (a 7B LoRA run peaked at 20.8 GiB for 12.6 GiB of weights). At the scope's end
 // return_freed_memory(), so the window's next model build does not pay for this run's heap.
 class KeepFreedMemory {
  public:
