@@ -7,18 +7,35 @@
 #include <QFileInfo>
 
 #include <csignal>
+#include <memory>
+#include <string>
 #include <iostream>
 
 #include "MainWindow.h"
 #include "config/config.h"
 
+namespace {
+// --help and --version answer without a display (on a server, over ssh): no window system is opened for them.
+bool onlyAsksForText(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "-h" || a == "--help" || a == "--help-all" || a == "-v" || a == "--version") return true;
+  }
+  return false;
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   std::signal(SIGXFSZ, SIG_IGN);  // a file size limit (ulimit -f) becomes EFBIG, reported, not a death
-  QApplication app(argc, argv);
-  QApplication::setOrganizationName("Tunebench");
-  QApplication::setApplicationName("tunebench");
-  QApplication::setApplicationVersion(TUNEBENCH_VERSION);
-  QApplication::setDesktopFileName("io.github.tunebench.Tunebench");
+  std::unique_ptr<QCoreApplication> textOnly;
+  if (onlyAsksForText(argc, argv)) textOnly = std::make_unique<QCoreApplication>(argc, argv);
+  std::unique_ptr<QApplication> windowed;
+  if (!textOnly) windowed = std::make_unique<QApplication>(argc, argv);
+  QCoreApplication& app = textOnly ? *textOnly : *windowed;
+  QCoreApplication::setOrganizationName("Tunebench");
+  QCoreApplication::setApplicationName("tunebench");
+  QCoreApplication::setApplicationVersion(TUNEBENCH_VERSION);
+  if (windowed) QGuiApplication::setDesktopFileName("io.github.tunebench.Tunebench");
 
   QCommandLineParser parser;
   parser.setApplicationDescription("Tunebench: fine-tune LLMs with torchtune-style recipes, live.");

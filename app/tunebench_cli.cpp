@@ -14,9 +14,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "bench/gemm_peak.h"
+#include "bench/compile_bench.h"
 #include "bench/step_bench.h"
 #include "bench/tokenize_bench.h"
+#include "checkpoint/atomic_file.h"
 #include "components/builtin.h"
 #include "config/config.h"
 #include "config/schema.h"
@@ -31,9 +32,9 @@
 #include "inference/generate.h"
 #include "inference/tokenize_lines.h"
 #include "recipe.h"
+#include "run_harness.h"
 #include "text/json_text.h"
 #include "training/metric_loggers.h"
-#include "training/output_lock.h"
 
 namespace fs = std::filesystem;
 
@@ -129,21 +130,10 @@ int cmd_cp(const std::string& source_name, std::string destination, bool force) 
   std::ifstream in(source, std::ios::binary);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (!in.good() && !in.eof()) return fail("cannot read " + source);
-  // Write next to the destination, then rename: a reader never sees half a file.
-  fs::path tmp = folder / ("." + dst.filename().string() + ".tmp" + std::to_string(getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      fs::remove(tmp, ec);
-      return fail("cannot write " + tmp.string());
-    }
-  }
-  fs::rename(tmp, dst, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return fail("cannot write " + dst.string() + ": " + ec.message());
+  try {
+    tb::checkpoint::write_file_atomic(dst.string(), text);  // a reader never sees half a file
+  } catch (const std::exception& e) {
+    return fail(e.what());
   }
   std::cout << "Copied " << source_name << " to " << dst.string() << "\n";
   return kOk;
@@ -168,17 +158,33 @@ std::optional<tb::config::Config> load(const std::string& config, const std::vec
   return result.config;
 }
 
+// What eval, generate and export read: a config (checked as `verb`), or a checkpoint folder Tunebench wrote
+// (its manifest's config pointed at its own files, export/checkpoint_config.h). nullopt on error, said.
+std::optional<tb::config::Config> load_config_or_checkpoint(const std::string& command, const std::string& config,
+                                                            const std::string& checkpoint,
+                                                            const std::vector<std::string>& overrides,
+                                                            const std::string& verb, bool adapter = false) {
+  if (config.empty() == checkpoint.empty()) {
+    fail(command + ": give --config or --checkpoint (one of them)");
+    return std::nullopt;
+  }
+  if (checkpoint.empty()) return load(config, overrides, verb, true);
+  try {
+    const auto result = tb::exporting::load_checkpoint_config(checkpoint, adapter, overrides);
+    for (const auto& d : result.diagnostics) std::cerr << d.format() << "\n";
+    if (result.ok()) return result.config;
+  } catch (const std::exception& e) {
+    fail(command + ": " + e.what());
+  }
+  return std::nullopt;
+}
+
 int cmd_validate(const std::string& config, const std::vector<std::string>& overrides, const std::string& recipe,
                  bool components) {
   auto cfg = load(config, overrides, recipe, components);
   if (!cfg) return kUserError;
   std::cout << "Config is well-formed!\n";
   return kOk;
-}
-
-bool is_distributed_recipe(const std::string& name) {
-  const std::string suffix = "_distributed";
-  return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 int cmd_run(const std::string& recipe_name, const std::string& config, const std::vector<std::string>& overrides) {
@@ -195,40 +201,18 @@ int cmd_run(const std::string& recipe_name, const std::string& config, const std
   // A worker of a multi-process run other than rank 0 neither locks the output folder nor writes the log
   // (rank 0 does both); it says on stderr only that it failed, and why.
   int rank = 0;
-  if (is_distributed_recipe(recipe_name)) try {
+  if (tb::is_distributed_recipe(recipe_name)) try {
       if (const auto world = tb::distributed::world_from_environment()) rank = world->rank;
     } catch (const std::exception& e) {
       return fail(e.what());
     }
-  std::unique_ptr<tb::training::OutputDirLock> lock;  // before the log opens: one run per output_dir
-  std::unique_ptr<tb::training::FanOutLogger> logger;
-  try {
-    if (rank == 0) {
-      lock = std::make_unique<tb::training::OutputDirLock>(tb::config::setting_string(*cfg, "output_dir"));
-      logger = tb::training::make_metric_logger(*cfg, tb::components::builtin());
-    } else {
-      logger = std::make_unique<tb::training::FanOutLogger>();
-      logger->add(std::make_shared<tb::training::StdoutLogger>(std::cerr));
-      logger->set_log_level(tb::training::LogLevel::Error);  // rank 0 says the rest
-    }
-  } catch (const std::exception& e) {
-    return fail(e.what());
-  }
-  if (!logger->contains<tb::training::StdoutLogger>()) logger->add(std::make_shared<tb::training::StdoutLogger>());
-
+  tb::RunHarness harness;
+  harness.rank = rank;
+  harness.print_progress = true;
   tb::training::RunControl control;
   g_running.store(&control);
-  tb::training::RunResult result;
-  try {
-    result = recipe->run(*cfg, *logger, control);
-  } catch (const std::exception& e) {
-    // Recipes report their own end event; one that throws gets it here.
-    result.status = tb::training::RunStatus::Failed;
-    result.message = e.what();
-    logger->log_event({{"event", "end"}, {"status", "failed"}, {"message", result.message}});
-  }
+  const tb::training::RunResult result = tb::run_with_harness(*recipe, *cfg, control, harness);
   g_running.store(nullptr);
-  logger->flush();
   if (result.status == tb::training::RunStatus::Failed)
     return fail((rank > 0 ? "rank " + std::to_string(rank) + ": " : std::string()) + "run failed: " +
                 (result.message.empty() ? std::string("(no reason given)") : result.message));
@@ -239,10 +223,20 @@ int cmd_run(const std::string& recipe_name, const std::string& config, const std
 // rank (distributed/launcher.h). The config is checked here first, so its errors are said once.
 int cmd_launch(const std::string& recipe_name, const std::string& config, const std::vector<std::string>& overrides,
                tb::distributed::LaunchOptions options, const std::string& rdzv_endpoint) {
-  if (!is_distributed_recipe(recipe_name))
+  if (!tb::is_distributed_recipe(recipe_name))
     return fail("--nproc-per-node runs a distributed recipe (full_finetune_distributed, lora_finetune_distributed), not " +
                 recipe_name);
-  if (!load(config, overrides, recipe_name, true)) return kUserError;
+  const auto cfg = load(config, overrides, recipe_name, true);
+  if (!cfg) return kUserError;
+  // A num_threads the config names is each worker's: the workers on this machine share its cores.
+  std::vector<std::string> worker_overrides = overrides;
+  if (cfg->root["num_threads"].IsDefined() && !cfg->root["num_threads"].IsNull()) {
+    const auto split = tb::config::worker_threads(tb::config::setting_int(*cfg, "num_threads"), options.nproc_per_node);
+    if (!split.note.empty()) {
+      std::cerr << "tunebench-cli: " << split.note << "\n";
+      worker_overrides.push_back("num_threads=" + std::to_string(split.threads));
+    }
+  }
   if (!rdzv_endpoint.empty()) {
     const auto colon = rdzv_endpoint.rfind(':');
     if (colon == std::string::npos || colon == 0) return fail("--rdzv-endpoint must be HOST:PORT, got '" + rdzv_endpoint + "'");
@@ -257,7 +251,7 @@ int cmd_launch(const std::string& recipe_name, const std::string& config, const 
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return fail("cannot find this program to start its workers: " + ec.message());
   options.worker_argv = {self.string(), "run", recipe_name, "--config", config};
-  options.worker_argv.insert(options.worker_argv.end(), overrides.begin(), overrides.end());
+  options.worker_argv.insert(options.worker_argv.end(), worker_overrides.begin(), worker_overrides.end());
   try {
     const auto result = tb::distributed::launch(options, g_stop_requested,
                                                 [](const std::string& line) { std::cerr << "tunebench-cli: " << line << "\n"; });
@@ -271,8 +265,8 @@ int cmd_launch(const std::string& recipe_name, const std::string& config, const 
 // ---- eval and generate -----------------------------------------------------------------------------------
 
 // Progress on stderr; the last line of stdout is the JSON result (DESIGN.md "The CLI").
-int cmd_eval(const std::string& config, const std::vector<std::string>& overrides) {
-  auto cfg = load(config, overrides, tb::config::kInferenceVerbs, true);
+int cmd_eval(const std::string& config, const std::string& checkpoint, const std::vector<std::string>& overrides) {
+  auto cfg = load_config_or_checkpoint("eval", config, checkpoint, overrides, tb::config::kInferenceVerbs);
   if (!cfg) return kUserError;
   const bool tty = isatty(STDERR_FILENO) != 0;
   try {
@@ -295,9 +289,9 @@ int cmd_eval(const std::string& config, const std::vector<std::string>& override
 }
 
 // The continuation streams to stdout as it is generated; a summary goes to stderr.
-int cmd_generate(const std::string& config, const std::vector<std::string>& overrides,
+int cmd_generate(const std::string& config, const std::string& checkpoint, const std::vector<std::string>& overrides,
                  const tb::inference::GenerateOptions& options) {
-  auto cfg = load(config, overrides, tb::config::kInferenceVerbs, true);
+  auto cfg = load_config_or_checkpoint("generate", config, checkpoint, overrides, tb::config::kInferenceVerbs);
   if (!cfg) return kUserError;
   try {
     std::string printed;
@@ -323,20 +317,8 @@ int cmd_generate(const std::string& config, const std::vector<std::string>& over
 // Progress on stderr (a line per tenth off a terminal); the last line of stdout is the JSON result.
 int cmd_export_gguf(const std::string& config, const std::string& checkpoint, const std::vector<std::string>& overrides,
                     const tb::exporting::GgufExportOptions& options) {
-  if (config.empty() == checkpoint.empty()) return fail("export gguf: give --config or --checkpoint (one of them)");
-  std::optional<tb::config::Config> cfg;
-  if (!checkpoint.empty()) {
-    try {
-      const auto result = tb::exporting::load_checkpoint_config(checkpoint, options.adapter, overrides);
-      for (const auto& d : result.diagnostics) std::cerr << d.format() << "\n";
-      if (result.ok()) cfg = result.config;
-    } catch (const std::exception& e) {
-      return fail(std::string("export gguf: ") + e.what());
-    }
-  } else {
-    // A training config exports as it is; any config needs only what builds the model and its tokenizer.
-    cfg = load(config, overrides, tb::config::kExportVerb, true);
-  }
+  // A training config exports as it is; any config needs only what builds the model and its tokenizer.
+  auto cfg = load_config_or_checkpoint("export gguf", config, checkpoint, overrides, tb::config::kExportVerb, options.adapter);
   if (!cfg) return kUserError;
   const bool tty = isatty(STDERR_FILENO) != 0;
   std::cerr << "export: loading the model and its weights...\n";
@@ -425,12 +407,6 @@ int cmd_data_preview(const std::string& config, const std::vector<std::string>& 
 
 // ---- bench ----------------------------------------------------------------------------------------------
 
-// Where a bench run writes what the recipe writes; removed when the bench ends.
-fs::path bench_scratch_dir() {
-  std::error_code ec;
-  return fs::temp_directory_path(ec) / ("tunebench-bench-" + std::to_string(::getpid()));
-}
-
 // Progress on stderr, a readable summary, then the figures as the last line of stdout.
 int cmd_bench_step(const std::string& config, std::vector<std::string> overrides, std::string recipe_name,
                    const tb::bench::StepBenchOptions& base_options, bool progress_lines) {
@@ -441,7 +417,7 @@ int cmd_bench_step(const std::string& config, std::vector<std::string> overrides
   }
   const tb::RecipeInfo* recipe = tb::find_recipe(recipe_name);
   if (!recipe) return fail("bench step: no recipe '" + recipe_name + "' (name it with --recipe)");
-  const fs::path scratch = bench_scratch_dir();
+  const fs::path scratch = tb::bench::bench_scratch_dir();
   const auto bench = tb::bench::bench_overrides(base_options, scratch.string());
   overrides.insert(overrides.end(), bench.begin(), bench.end());  // last, so they win
   auto cfg = load(config, overrides, recipe_name, true);
@@ -493,50 +469,30 @@ int cmd_bench_compile(const std::string& config, const std::vector<std::string>&
   const std::string recipe_name = tb::config::recipe_for_config(path);
   const tb::RecipeInfo* recipe = tb::find_recipe(recipe_name);
   if (!recipe) return fail("bench compile: the config names no recipe of this version ('" + recipe_name + "')");
-  const fs::path scratch = bench_scratch_dir();
-  nlohmann::json figures[2];
-  int code = kOk;
-  int64_t sequences = 0, micro_batches = 1;  // per optimizer step, for the FLOPs
-  bool bf16 = false;
   g_running.store(&interrupt);
-  for (int compiled = 0; compiled < 2 && code == kOk; ++compiled) {
-    auto all = overrides;
-    const auto bench = tb::bench::bench_overrides(options, (scratch / (compiled ? "compiled" : "eager")).string());
-    all.insert(all.end(), bench.begin(), bench.end());
-    all.push_back(compiled ? "compile=true" : "compile=false");
-    auto cfg = load(config, all, recipe_name, true);
-    if (!cfg) {
-      code = kUserError;
-      break;
-    }
-    try {
-      micro_batches = tb::config::setting_int(*cfg, "gradient_accumulation_steps");
-      sequences = tb::config::setting_int(*cfg, "batch_size") * micro_batches;
-      bf16 = tb::config::setting_string(*cfg, "dtype").rfind("bf", 0) == 0;
-      figures[compiled] = tb::bench::bench_steps(*recipe, *cfg, options);
-      std::cerr << (compiled ? "compiled: " : "eager:    ") << figures[compiled]["tokens_per_s"].get<double>()
-                << " tokens/s, first step " << figures[compiled]["first_step_s"].get<double>() << " s\n";
-    } catch (const std::exception& e) {
-      code = fail(e.what());
-    }
+  std::optional<tb::bench::CompileBench> result;
+  try {
+    result = tb::bench::bench_compile(
+        *recipe, [&](const std::vector<std::string>& all) { return load(config, all, recipe_name, true); }, overrides,
+        options, [](bool compiled, const nlohmann::json& figures) {
+          std::cerr << (compiled ? "compiled: " : "eager:    ") << figures["tokens_per_s"].get<double>()
+                    << " tokens/s, first step " << figures["first_step_s"].get<double>() << " s\n";
+        });
+  } catch (const std::exception& e) {
+    g_running.store(nullptr);
+    return fail(e.what());
   }
   g_running.store(nullptr);
-  std::error_code ec;
-  fs::remove_all(scratch, ec);
-  if (code != kOk) return code;
-  auto line = tb::bench::compare_eager_and_compiled(figures[0], figures[1]);
-  try {
-    tb::bench::add_machine_limit(line, figures[0], figures[1], sequences, micro_batches, bf16);
-  } catch (const std::exception& e) {
-    std::cerr << "bench compile: the matrix-product peak could not be measured: " << e.what() << "\n";
-  }
+  if (!result) return kUserError;
+  if (!result->limit_error.empty())
+    std::cerr << "bench compile: the matrix-product peak could not be measured: " << result->limit_error << "\n";
+  const nlohmann::json& line = result->line;
   std::cout << "speed-up " << line["speedup"].get<double>() << "x, warm-up " << line["compile_warmup_s"].get<double>()
             << " s, losses within " << line["loss_max_rel_diff"].get<double>() << " (relative)";
   if (line.contains("compile_mfu"))
     std::cout << "; MFU eager " << 100 * line["eager_mfu"].get<double>() << "%, compiled "
               << 100 * line["compile_mfu"].get<double>() << "% of the measured peak";
-  std::cout << "\n";
-  std::cout << tb::text::json_text(line) << "\n";
+  std::cout << "\n" << tb::text::json_text(line) << "\n";
   return kOk;
 }
 
@@ -605,11 +561,13 @@ int run_cli(int argc, char** argv) {
                   "seconds a worker waits for a silent peer before the run fails")->capture_default_str()->check(CLI::Range(1, 86400));
 
   CLI::App* eval = app.add_subcommand("eval", "evaluate a model: mean loss, perplexity and tokens over a dataset");
-  eval->add_option("--config", a.config, "bundled config name or YAML file")->required();
+  eval->add_option("--config", a.config, "bundled config name or YAML file");
+  eval->add_option("--checkpoint", a.checkpoint, "or: a checkpoint folder Tunebench wrote: its own config, its weights");
   add_overrides(eval, a);
 
   CLI::App* generate = app.add_subcommand("generate", "generate text from a prompt");
-  generate->add_option("--config", a.config, "bundled config name or YAML file")->required();
+  generate->add_option("--config", a.config, "bundled config name or YAML file");
+  generate->add_option("--checkpoint", a.checkpoint, "or: a checkpoint folder Tunebench wrote: its own config, its weights");
   generate->add_option("--prompt", a.generate.prompt, "the prompt (with --instruct: the instruction)")->required();
   generate->add_flag("--instruct", a.generate.instruct,
                      "wrap the prompt as the Alpaca instruction that alpaca_dataset trains on");
@@ -711,8 +669,8 @@ int run_cli(int argc, char** argv) {
   if (*validate) return cmd_validate(a.config, a.overrides, a.recipe, !a.no_components);
   if (*run && a.launch.nproc_per_node > 0) return cmd_launch(a.recipe, a.config, a.overrides, a.launch, a.rdzv_endpoint);
   if (*run) return cmd_run(a.recipe, a.config, a.overrides);
-  if (*eval) return cmd_eval(a.config, a.overrides);
-  if (*generate) return cmd_generate(a.config, a.overrides, a.generate);
+  if (*eval) return cmd_eval(a.config, a.checkpoint, a.overrides);
+  if (*generate) return cmd_generate(a.config, a.checkpoint, a.overrides, a.generate);
   if (*tokenize) return cmd_tokenize(a.config, a.overrides, a.tokenize_lines);
   if (*data_preview) return cmd_data_preview(a.config, a.overrides, a.preview_samples, a.json);
   if (*bench_step) return cmd_bench_step(a.config, a.overrides, a.recipe, a.bench, a.progress_lines);

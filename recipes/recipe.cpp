@@ -1,5 +1,7 @@
 #include "recipe.h"
 
+#include "text/strings.h"
+
 namespace tb {
 
 using training::MetricLogger;
@@ -28,6 +30,16 @@ const RecipeInfo* find_recipe(const std::string& name) {
   for (const auto& r : recipes())
     if (r.name == name) return &r;
   return nullptr;
+}
+
+bool is_distributed_recipe(const std::string& name) {
+  return name.size() > 12 && text::ends_with(name, "_distributed");
+}
+
+std::string distributed_counterpart(const std::string& name) {
+  const std::string single = "_single_device";
+  if (!text::ends_with(name, single)) return name;
+  return name.substr(0, name.size() - single.size()) + "_distributed";
 }
 
 }  // namespace tb

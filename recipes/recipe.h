@@ -25,4 +25,9 @@ struct RecipeInfo {
 const std::vector<RecipeInfo>& recipes();
 const RecipeInfo* find_recipe(const std::string& name);
 
+// full_finetune_distributed, lora_finetune_distributed: a recipe that runs as one rank of several processes.
+bool is_distributed_recipe(const std::string& name);
+// The data-parallel recipe a single-device one runs as on several processes (the name itself when it is one).
+std::string distributed_counterpart(const std::string& name);
+
 }  // namespace tb

@@ -10,9 +10,9 @@
 
 #include "checkpoint/hf_config.h"
 #include "components/builtin.h"
+#include "config/overrides.h"
 #include "config/registry.h"
 #include "config/yaml_edit.h"
-#include "models/model_args.h"
 #include "models/model_args.h"
 
 namespace tb::ui {
@@ -30,15 +30,14 @@ QString recipeKindLabel(RecipeKind kind) {
   return {};
 }
 
+// The value as an override's right-hand side reads it (config/overrides.h); text that is not valid YAML
+// is the string it says.
 ConfigEdit ConfigEdit::scalar(const QString& path, const QString& yamlText) {
-  YAML::Node v;
   try {
-    v = YAML::Load(yamlText.toStdString());
-  } catch (const YAML::Exception&) {
-    v = YAML::Node(yamlText.toStdString());
+    return {path, tb::config::override_value(yamlText.toStdString()), false};
+  } catch (const std::invalid_argument&) {
+    return {path, YAML::Node(yamlText.toStdString()), false};
   }
-  if (!v.IsDefined()) v = YAML::Node(YAML::NodeType::Null);
-  return {path, v, false};
 }
 
 QString shellQuote(const QString& arg) {
@@ -351,6 +350,17 @@ void ConfigDocument::setModelPreset(const QString& presetName) {
       }
   }
   if (kind == RecipeKind::Qlora) edits << ConfigEdit::erase("model.quantize_base");
+  // A model folder's own tokenizer belongs to that folder's model (a 320-token vocabulary on a 32,000-token
+  // preset): the preset gets the tokenizer the setup was opened with.
+  if (n.base == "from_hf_config") {
+    const QString folder = QDir::cleanPath(scalar("model.path"));
+    const QString tokenizer = QDir::cleanPath(scalar("tokenizer.path"));
+    const YAML::Node original = baseTree_.IsMap() ? baseTree_["tokenizer"] : YAML::Node();
+    const bool fromFolder = !folder.isEmpty() && (tokenizer == folder || tokenizer.startsWith(folder + "/"));
+    if (fromFolder && original.IsMap() && original["path"].IsScalar() &&
+        !QDir::cleanPath(QString::fromStdString(original["path"].Scalar())).startsWith(folder))
+      edits << ConfigEdit::set("tokenizer", YAML::Clone(original));
+  }
   // A preset builds its own architecture with seeded random weights: the old model's checkpoint would not
   // fit it (a shape mismatch at Start), and the saves take the preset family's layout.
   if (value("checkpointer").IsDefined() && value("checkpointer").IsMap()) {

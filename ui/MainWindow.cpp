@@ -29,6 +29,8 @@
 
 #include <iostream>
 
+#include <yaml-cpp/yaml.h>
+
 #include "AppIcon.h"
 #include "ChatPanel.h"
 #include "CheckpointsPanel.h"
@@ -42,8 +44,10 @@
 #include "RunsPanel.h"
 #include "TrainingController.h"
 #include "YamlEditor.h"
+#include "checkpoint/checkpoint_files.h"
 #include "compile/machine_info.h"
 #include "config/overrides.h"
+#include "config/schema.h"
 #include "qcp.h"
 
 namespace tb::ui {
@@ -63,6 +67,13 @@ MainWindow::MainWindow(const StartupOptions& options, QWidget* parent)
   connect(controller_, &TrainingController::finished, this, &MainWindow::onFinished);
   connect(doc_, &ConfigDocument::fileStateChanged, this, &MainWindow::updateTitle);
   connect(doc_, &ConfigDocument::changed, this, &MainWindow::updateTitle);
+  // The setup is remembered as it changes (coalesced while the user types), not only on a clean exit.
+  saveSetupTimer_ = new QTimer(this);
+  saveSetupTimer_->setSingleShot(true);
+  saveSetupTimer_->setInterval(300);
+  connect(saveSetupTimer_, &QTimer::timeout, this, &MainWindow::saveSetup);
+  connect(doc_, &ConfigDocument::changed, saveSetupTimer_, qOverload<>(&QTimer::start));
+  connect(doc_, &ConfigDocument::fileStateChanged, saveSetupTimer_, qOverload<>(&QTimer::start));
   connect(checkpoints_, &CheckpointsPanel::reloadRequested, this, [this](const CheckpointEntry& c) {
     reloadCheckpoint(c);
   });
@@ -75,12 +86,12 @@ MainWindow::MainWindow(const StartupOptions& options, QWidget* parent)
   });
   // The newest run under the setup's output folder (or a run written straight into it) opens the
   // Checkpoints and Chat tabs.
-  runs_->setRunsRoot(doc_->scalar("output_dir"));
-  const QString newest = runs_->listedRuns().isEmpty() ? doc_->scalar("output_dir") : runs_->listedRuns().first();
+  runs_->setRunsRoot(runsFolder());
+  const QString newest = runs_->listedRuns().isEmpty() ? runsFolder() : runs_->listedRuns().first();
   checkpoints_->setOutputDir(newest);
   chat_->setOutputDir(newest);
   connect(doc_, &ConfigDocument::changed, this, [this] {
-    if (!controller_->isActive()) runs_->setRunsRoot(doc_->scalar("output_dir"));
+    if (!controller_->isActive()) runs_->setRunsRoot(runsFolder());
     hardwareLabel_->setText(hardwareText());
   });
   onState(RunState::Idle, {});
@@ -125,17 +136,17 @@ void MainWindow::applyStartupOverrides() {
   QVector<ConfigEdit> edits;
   QStringList bad;
   for (const QString& o : options_.overrides) {
-    const int eq = o.indexOf('=');
-    if (o.startsWith('~') && eq < 0 && o.size() > 1)
-      edits << ConfigEdit::erase(o.mid(1));
-    else if (eq > 0)
-      edits << ConfigEdit::scalar(o.left(eq).trimmed(), o.mid(eq + 1));
-    else
-      bad << o;
+    try {
+      const auto parsed = tb::config::parse_override(o.toStdString());  // read as tunebench-cli reads it
+      const QString key = QString::fromStdString(parsed.key);
+      edits << (parsed.remove ? ConfigEdit::erase(key) : ConfigEdit::set(key, parsed.value));
+    } catch (const std::invalid_argument& e) {
+      bad << o + " (" + QString::fromStdString(e.what()) + ")";
+    }
   }
   if (!edits.isEmpty()) doc_->apply(edits);
   if (bad.isEmpty()) return;
-  const QString why = "ignored override(s) " + bad.join(", ") + ": expected key=value or ~key";
+  const QString why = "ignored override(s) " + bad.join(", ");
   std::cerr << "tunebench: " << why.toStdString() << "\n";
   startupMessage_ = startupMessage_.isEmpty() ? why : startupMessage_ + "; " + why;
 }
@@ -165,7 +176,8 @@ void MainWindow::buildUi() {
   chat_ = new ChatPanel(doc_, this);
   live_ = new LivePlot(this);
   lossTile_ = new MetricTile("loss", this);
-  tokensTile_ = new MetricTile("tokens / s", this);
+  tokensTile_ = new MetricTile("trained tokens / s", this);
+  tokensTile_->setDetail("tokens in the loss");
   stepTile_ = new MetricTile("step", this);
   etaTile_ = new MetricTile("ETA", this);
   etaTile_->setDetail("from steady steps");
@@ -176,7 +188,9 @@ void MainWindow::buildUi() {
                            "the compile warm-up cost; shown once the setup has one of each");
   compileTile_->setVisible(false);
   lossTile_->setToolTip("The last step's training loss");
-  tokensTile_->setToolTip("Tokens trained per second in the last step");
+  tokensTile_->setToolTip("Tokens the loss counts, per second, in the last step: what the model learns from. Masked "
+                          "tokens (prompts with train_on_input: false, padding) are read too but not counted, so two "
+                          "datasets of one model can differ many times over");
   stepTile_->setToolTip("Optimizer steps done, of the run's total");
   etaTile_->setToolTip("Time left, from the median of the steady (post-warm-up) steps");
   banner_ = new QLabel(this);
@@ -308,14 +322,14 @@ QString MainWindow::aboutText() const {
   const auto m = tb::compile::machine_info();
   return QString("<p><b>Tunebench %1</b>: fine-tune LLMs on this machine.</p>"
                  "<p>LibTorch %2<br>Qt %3<br>oneDNN %4</p>"
-                 "<p>Kernels: ATen %5%6<br>%7 cores; LibTorch's default: %8 threads</p>")
+                 "<p>Kernels: ATen %5%6<br>%7; LibTorch's default: %8</p>")
       .arg(QCoreApplication::applicationVersion().isEmpty() ? QString(TUNEBENCH_VERSION) : QCoreApplication::applicationVersion(),
            QString::fromStdString(m.torch_version), QString(qVersion()),
            m.onednn_version.empty() ? QString("(not in this build)") : QString::fromStdString(m.onednn_version),
            QString::fromStdString(m.aten_isa),
            m.onednn_isa.empty() ? QString() : ", oneDNN " + QString::fromStdString(m.onednn_isa))
-      .arg(m.cores)
-      .arg(m.torch_threads);
+      .arg(m.cores == 1 ? QString("1 core") : QString("%1 cores").arg(m.cores))
+      .arg(m.torch_threads == 1 ? QString("1 thread") : QString("%1 threads").arg(m.torch_threads));
 }
 
 void MainWindow::restoreSettings() {
@@ -328,6 +342,12 @@ void MainWindow::saveSettings() {
   QSettings settings;
   settings.setValue("window/geometry", saveGeometry());
   settings.setValue("window/state", saveState());
+  saveSetup();
+}
+
+void MainWindow::saveSetup() {
+  if (saveSetupTimer_) saveSetupTimer_->stop();
+  QSettings settings;
   settings.setValue("setup/text", doc_->text());
   settings.setValue("setup/file", doc_->filePath());
   settings.setValue("setup/bundled", doc_->bundledName());
@@ -389,9 +409,10 @@ bool holdsARun(const QString& folder) {
 
 }  // namespace
 
+QString MainWindow::runsFolder() const { return setup_->runsFolder(); }
+
 QString MainWindow::nextRunFolder() const {
-  QString parent = doc_->scalar("output_dir");
-  while (parent.size() > 1 && parent.endsWith('/')) parent.chop(1);
+  const QString parent = runsFolder();
   const QString name = setup_->runNameEdit()->text().trimmed();
   if (!name.isEmpty()) return parent + "/" + name;
   const QString base = QString("%1-%2-%3")
@@ -410,10 +431,10 @@ QString MainWindow::nextRunFolder() const {
 bool MainWindow::memoryAllowsStart(QString* error) {
   const auto estimate = estimateOf(*doc_);
   const auto machine = tb::compile::machine_info();
-  if (!estimate || machine.memory_available == 0 || estimate->totalBytes() <= double(machine.memory_available)) return true;
+  if (!estimate || machine.memory_available == 0 || estimate->total_bytes() <= double(machine.memory_available)) return true;
   const QString why = QString("This setup is estimated to need %1, and %2 of memory is available now: the run may "
                               "swap or be killed. Start it anyway?")
-                          .arg(formatBytes(estimate->totalBytes()), formatBytes(double(machine.memory_available)));
+                          .arg(formatBytes(estimate->total_bytes()), formatBytes(double(machine.memory_available)));
   const bool go = confirmMemory_ ? confirmMemory_(why)
                                  : QMessageBox::question(this, "Not enough memory?", why) == QMessageBox::Yes;
   if (!go && error) *error = why;
@@ -451,7 +472,17 @@ bool MainWindow::startWith(const std::vector<std::string>& overrides, qint64 res
     if (error) *error = why;
     return false;
   }
-  const tb::config::Config& config = *result.config;
+  tb::config::Config config = *result.config;
+  // Several processes share the cores, as the CLI's default shares them: never more threads than cores.
+  QString threadsNote;
+  if (setup_->processes() > 1) {
+    const auto split = tb::config::worker_threads(tb::config::setting_int(config, "num_threads"), setup_->processes());
+    if (!split.note.empty()) {
+      config.root = YAML::Clone(config.root);
+      config.root["num_threads"] = split.threads;
+      threadsNote = QString::fromStdString(split.note);
+    }
+  }
   const bool compiled = config.get_bool("compile", false);
   live_->clear();
   liveRun_ = live_->addRun(QString("%1, %2").arg(recipeKindLabel(doc_->recipeKind()), compiled ? "compile" : "eager"));
@@ -486,8 +517,9 @@ bool MainWindow::startWith(const std::vector<std::string>& overrides, qint64 res
     if (error) *error = why;
     return false;
   }
-  setBanner(resumeStep > 0 ? QString("Resuming from step %1 in %2").arg(resumeStep).arg(outputDir)
-                                  : QString("Training into %1").arg(outputDir));
+  setBanner((resumeStep > 0 ? QString("Resuming from step %1 in %2").arg(resumeStep).arg(outputDir)
+                             : QString("Training into %1").arg(outputDir)) +
+            (threadsNote.isEmpty() ? QString() : "<br>" + threadsNote.toHtmlEscaped()));
   checkpoints_->setOutputDir(outputDir);
   chat_->setOutputDir(outputDir);
   runs_->setRunsRoot(QFileInfo(outputDir).absolutePath());
@@ -496,9 +528,23 @@ bool MainWindow::startWith(const std::vector<std::string>& overrides, qint64 res
   return true;
 }
 
-bool MainWindow::reloadCheckpoint(const CheckpointEntry& checkpoint, QString* error) {
+bool MainWindow::reloadCheckpoint(CheckpointEntry checkpoint, QString* error) {
   if (!checkpoint.complete) {
     if (error) *error = checkpoint.path + " is incomplete (no manifest)";
+    return false;
+  }
+  // A checkpoint saved after the last epoch has nothing left to train: say so instead of starting a run
+  // that ends at once ("completed after 0 steps, loss nan").
+  bool ok = false;
+  const qint64 epochs = doc_->scalar("epochs").toLongLong(&ok);
+  if (ok && checkpoint.epoch >= epochs) {
+    const QString why = QString("Nothing is left to train: %1 was saved after epoch %2 of %3. Raise Epochs to train "
+                                "on from it, or use \"Start new run from these weights\".")
+                            .arg(checkpoint.name)
+                            .arg(checkpoint.epoch)
+                            .arg(epochs);
+    setBanner(why.toHtmlEscaped());
+    if (error) *error = why;
     return false;
   }
   // The run continues in its own folder, whatever the setup's output folder says now.
@@ -507,23 +553,24 @@ bool MainWindow::reloadCheckpoint(const CheckpointEntry& checkpoint, QString* er
                    std::max<qint64>(1, checkpoint.step), error);
 }
 
-bool MainWindow::startFromWeights(const CheckpointEntry& checkpoint, QString* error) {
+bool MainWindow::startFromWeights(CheckpointEntry checkpoint, QString* error) {
   if (!checkpoint.complete) {
     if (error) *error = checkpoint.path + " is incomplete (no manifest)";
     return false;
   }
-  QStringList files = QDir(checkpoint.path).entryList({"model*.safetensors"}, QDir::Files, QDir::Name);
-  if (files.isEmpty()) {
-    if (error) *error = checkpoint.path + " holds no model*.safetensors";
+  // The files this checkpoint holds, as its manifest lists them.
+  std::vector<std::string> files;
+  try {
+    files = tb::checkpoint::resolve_checkpoint_files(checkpoint.path.toStdString(), {});
+  } catch (const std::exception& e) {
+    if (error) *error = QString::fromStdString(e.what());
     return false;
   }
   // The weights are this run's only: the setup (and what the window remembers of it) keeps its own.
-  QStringList quoted;
-  for (const QString& f : files) quoted << QString::fromStdString(yamlQuoted(f));
   QString folder = nextRunFolder();
   if (setup_->runNameEdit()->text().trimmed().isEmpty()) folder += "-from-" + checkpoint.name;
   std::vector<std::string> overrides = {"checkpointer.checkpoint_dir=" + yamlQuoted(checkpoint.path),
-                                        "checkpointer.checkpoint_files=[" + quoted.join(", ").toStdString() + "]",
+                                        "checkpointer.checkpoint_files=" + tb::config::yaml_flow_list(files),
                                         "output_dir=" + yamlQuoted(folder)};
   if (doc_->value("resume_from_checkpoint").IsDefined()) overrides.push_back("resume_from_checkpoint=false");
   if (!startWith(overrides, 0, error)) return false;
@@ -588,6 +635,10 @@ void MainWindow::onState(RunState state, const QString& message) {
   const bool active = controller_->isActive();
   start_->setEnabled(!active);
   pause_->setEnabled((state == RunState::Running || state == RunState::Paused) && controller_->canPause());
+  pause_->setToolTip(active && !controller_->canPause()
+                         ? "Pause is not available for a run of several processes: the workers cannot hold between "
+                           "steps. Stop saves a checkpoint, and Reload on it continues the run."
+                         : "Pause after the current step, or resume (Ctrl+P)");
   pause_->setText(state == RunState::Paused ? "Resume" : "Pause");
   pause_->setIcon(style()->standardIcon(state == RunState::Paused ? QStyle::SP_MediaPlay : QStyle::SP_MediaPause));
   stop_->setEnabled(state == RunState::Running || state == RunState::Paused);

@@ -19,6 +19,7 @@ class QAction;
 class QLabel;
 class QProgressBar;
 class QTabWidget;
+class QTimer;
 
 namespace tb::ui {
 
@@ -55,9 +56,10 @@ class MainWindow : public QMainWindow {
   // Validates the setup and starts it; false with the reason (also shown) when it cannot.
   bool startRun(QString* error = nullptr);
   // Resumes training from a checkpoint: resume_from_checkpoint=true, checkpointer.checkpoint_dir=<it>.
-  bool reloadCheckpoint(const CheckpointEntry& checkpoint, QString* error = nullptr);
+  // Both take the checkpoint by value: the panel's entry it comes from is rebuilt when the run starts.
+  bool reloadCheckpoint(CheckpointEntry checkpoint, QString* error = nullptr);
   // A new run (step 1) from the checkpoint's weights, into a new output folder.
-  bool startFromWeights(const CheckpointEntry& checkpoint, QString* error = nullptr);
+  bool startFromWeights(CheckpointEntry checkpoint, QString* error = nullptr);
   void loadEmbeddedDefault();
 
   // Asked before closing during a run; true = stop (saving) and close. Default: a message box.
@@ -66,7 +68,10 @@ class MainWindow : public QMainWindow {
   void setReuseConfirmation(std::function<bool(const QString& folder)> confirm) { confirmReuse_ = std::move(confirm); }
   // Asked before a run whose memory estimate exceeds the memory available; true = start anyway.
   void setMemoryConfirmation(std::function<bool(const QString& why)> confirm) { confirmMemory_ = std::move(confirm); }
-  // The folder the next Start writes to: output_dir/<run name>, or output_dir/<recipe>-<eager|compile>-<time>.
+  // The absolute folder the setup's runs go to (config/user_dirs.h: a relative output_dir is put under
+  // the user's data folder, never under the share folder or the working directory).
+  QString runsFolder() const;
+  // The folder the next Start writes to: runsFolder()/<run name>, or runsFolder()/<recipe>-<eager|compile>-<time>.
   QString nextRunFolder() const;
   QString startupMessage() const { return startupMessage_; }
 
@@ -101,6 +106,7 @@ class MainWindow : public QMainWindow {
   void applyStartupOverrides();
   void restoreSettings();
   void saveSettings();
+  void saveSetup();  // the setup's text and file, on every change (a crash loses nothing)
   bool startWith(const std::vector<std::string>& overrides, qint64 resumeStep, QString* error);
   void onStep(const tb::training::StepMetrics& m);
   void onEvent(const RunEvent& e);
@@ -154,6 +160,7 @@ class MainWindow : public QMainWindow {
   std::function<bool(const QString&)> confirmReuse_;
   std::function<bool(const QString&)> confirmMemory_;
   QString startupMessage_;
+  QTimer* saveSetupTimer_ = nullptr;
 };
 
 }  // namespace tb::ui

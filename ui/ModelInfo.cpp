@@ -8,41 +8,12 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 
+#include "checkpoint/checkpoint_files.h"
 #include "checkpoint/hf_config.h"
 
 namespace tb::ui {
 
 namespace {
-struct Linear {
-  const char* name;
-  int64_t in, out;
-};
-
-// The linears of one decoder layer, by torchtune's module names (Phi-3's fused ones as one module each).
-std::vector<Linear> layerLinears(const tb::models::ModelArgs& a) {
-  const int64_t q = a.num_heads * a.head_dim(), kv = a.num_kv_heads * a.head_dim();
-  std::vector<Linear> out;
-  if (a.fused_qkv)
-    out.push_back({"qkv_proj", a.embed_dim, q + 2 * kv});
-  else
-    out.insert(out.end(), {{"q_proj", a.embed_dim, q}, {"k_proj", a.embed_dim, kv}, {"v_proj", a.embed_dim, kv}});
-  out.push_back({"output_proj", q, a.embed_dim});
-  if (a.fused_gate_up)
-    out.push_back({"gate_up_proj", a.embed_dim, 2 * a.intermediate_dim});
-  else
-    out.insert(out.end(), {{"w1", a.embed_dim, a.intermediate_dim}, {"w3", a.embed_dim, a.intermediate_dim}});
-  out.push_back({"w2", a.intermediate_dim, a.embed_dim});
-  return out;
-}
-
-bool targeted(const Linear& l, const LoraTargets& t) {
-  const QString name = l.name;
-  if (name.startsWith('w') || name == "gate_up_proj") return t.mlp;
-  // A fused qkv_proj adapts as one module when any of q, k, v is targeted (as the builders do).
-  if (name == "qkv_proj")
-    return t.attnModules.contains("q_proj") || t.attnModules.contains("k_proj") || t.attnModules.contains("v_proj");
-  return t.attnModules.contains(name);
-}
 
 QString familyLabel(tb::models::Family f) {
   switch (f) {
@@ -58,105 +29,7 @@ QString familyLabel(tb::models::Family f) {
   return "?";
 }
 
-double bytesPerElement(const QString& dtype) { return dtype == "bf16" ? 2.0 : 4.0; }
-
-// The element counts of the tensors that train: the embedding, each layer's linears, the output
-// projection, and the rest (norms, biases) as tensors of embed_dim; LoRA: each adapter's A and B.
-std::vector<int64_t> trainableTensors(const tb::models::ModelArgs& a, RecipeKind kind, const LoraTargets& lora) {
-  std::vector<int64_t> sizes;
-  if (kind == RecipeKind::Full) {
-    int64_t counted = 0;
-    auto add = [&](int64_t n) {
-      sizes.push_back(n);
-      counted += n;
-    };
-    add(a.vocab_size * a.embed_dim);
-    for (int64_t layer = 0; layer < a.num_layers; ++layer)
-      for (const Linear& l : layerLinears(a)) add(l.in * l.out);
-    if (!a.tie_word_embeddings) add(a.vocab_size * a.embed_dim);
-    for (int64_t rest = a.parameter_count() - counted; rest > 0; rest -= a.embed_dim)
-      sizes.push_back(std::min(rest, a.embed_dim));
-    return sizes;
-  }
-  for (int64_t layer = 0; layer < a.num_layers; ++layer)
-    for (const Linear& l : layerLinears(a))
-      if (targeted(l, lora)) sizes.insert(sizes.end(), {lora.rank * l.in, l.out * lora.rank});
-  if (lora.output) sizes.insert(sizes.end(), {lora.rank * a.embed_dim, a.vocab_size * lora.rank});
-  return sizes;
-}
-
-// 8-bit AdamW (training/adamw8bit.h): 2 bytes per element and two fp32 absmax per block of 256, or
-// two fp32 states below min_8bit_size.
-double eightBitStateBytes(const std::vector<int64_t>& tensors, int64_t min8bitSize) {
-  double bytes = 0;
-  for (const int64_t n : tensors) bytes += n < min8bitSize ? 8.0 * double(n) : 2.0 * double(n) + 8.0 * double((n + 255) / 256);
-  return bytes;
-}
 }  // namespace
-
-OptimizerStates optimizerStatesOf(const ConfigDocument& doc) {
-  const QString component = doc.scalar("optimizer._component_");
-  OptimizerStates states;
-  states.eightBit = component.endsWith("AdamW8bit") ||
-                    (component.endsWith("PagedAdamW") && doc.scalar("optimizer.optim_bits") == "8");
-  bool ok = false;
-  const int64_t min = doc.scalar("optimizer.min_8bit_size").toLongLong(&ok);
-  if (ok && !component.startsWith("torchao")) states.min8bitSize = min;
-  states.inBackward = doc.scalar("optimizer_in_bwd").compare("true", Qt::CaseInsensitive) == 0;
-  return states;
-}
-
-MemoryEstimate estimateMemory(const tb::models::ModelArgs& a, RecipeKind kind, const QString& dtype,
-                              const LoraTargets& lora, int64_t batchSize, int64_t seqLen,
-                              const OptimizerStates& optimizer) {
-  MemoryEstimate e;
-  const double b = bytesPerElement(dtype);
-  e.totalParams = a.parameter_count();
-  e.batchSize = std::max<int64_t>(1, batchSize);
-  e.seqLen = std::max<int64_t>(1, seqLen);
-
-  if (kind == RecipeKind::Full) {
-    e.trainableParams = e.totalParams;
-    e.weightBytes = double(e.totalParams) * b;
-  } else {
-    for (const Linear& l : layerLinears(a)) {
-      if (!targeted(l, lora)) continue;
-      e.adapterParams += a.num_layers * lora.rank * (l.in + l.out);
-      e.quantizedParams += a.num_layers * l.in * l.out;
-    }
-    if (lora.output) {
-      e.adapterParams += lora.rank * (a.embed_dim + a.vocab_size);
-      // A tied output shares the embedding, which stays in the compute dtype.
-      if (!a.tie_word_embeddings) e.quantizedParams += a.embed_dim * a.vocab_size;
-    }
-    e.trainableParams = e.adapterParams;
-    if (kind == RecipeKind::Qlora)
-      e.weightBytes = double(e.quantizedParams) * kNf4BytesPerParam + double(e.totalParams - e.quantizedParams) * b;
-    else
-      e.weightBytes = double(e.totalParams) * b;
-    e.weightBytes += double(e.adapterParams) * b;
-    if (kind != RecipeKind::Qlora) e.quantizedParams = 0;
-  }
-  e.gradientBytes = double(e.trainableParams) * b;
-  e.gradientsOneAtATime = optimizer.inBackward;
-  if (optimizer.inBackward) {
-    const auto sizes = trainableTensors(a, kind, lora);
-    e.gradientBytes = sizes.empty() ? 0.0 : double(*std::max_element(sizes.begin(), sizes.end())) * b;
-  }
-  e.optimizerBytes = 2.0 * double(e.trainableParams) * b;
-  e.eightBitOptimizer = optimizer.eightBit;
-  if (optimizer.eightBit) e.optimizerBytes = eightBitStateBytes(trainableTensors(a, kind, lora), optimizer.min8bitSize);
-
-  // What backward keeps per layer, per token: norm inputs, q/k/v, attention output, the MLP's three
-  // hidden-size tensors and the residuals; plus the attention probabilities (T x T per head) of the eager
-  // path and the fp32 logits with their gradient. A rough guide, not a measurement.
-  const double tokens = double(e.batchSize) * double(e.seqLen);
-  const double kv = double(a.num_kv_heads * a.head_dim());
-  const double perToken = 6.0 * double(a.embed_dim) + 2.0 * kv + 4.0 * double(a.intermediate_dim);
-  const double attention = double(e.batchSize) * double(a.num_heads) * double(e.seqLen) * double(e.seqLen);
-  e.activationBytes = double(a.num_layers) * (tokens * perToken + attention) * b + tokens * double(a.vocab_size) * 4.0 * 2.0;
-  return e;
-}
 
 QString describeArchitecture(const tb::models::ModelArgs& a) {
   QStringList parts;
@@ -185,8 +58,13 @@ std::optional<MemoryEstimate> estimateOf(const ConfigDocument& doc, QString* err
   bool ok = false;
   int64_t batch = doc.scalar("batch_size").toLongLong(&ok);
   if (!ok) batch = 1;
-  return estimateMemory(*args, doc.recipeKind(), doc.scalar("dtype", "fp32"), loraTargetsOf(doc), batch,
-                        seqLenOf(doc, *args), optimizerStatesOf(doc));
+  const RecipeKind kind = doc.recipeKind();
+  const auto adapters = kind == RecipeKind::Full   ? tb::training::Adapters::None
+                        : kind == RecipeKind::Lora ? tb::training::Adapters::Lora
+                                                   : tb::training::Adapters::Qlora;
+  return tb::training::estimate_memory(*args, adapters, doc.scalar("dtype", "fp32").toStdString(),
+                                       tb::training::lora_targets_of(doc.tree()), batch, seqLenOf(doc, *args),
+                                       tb::training::optimizer_states_of(doc.tree()));
 }
 
 QString checkSafetensorsFile(const QString& path) {
@@ -224,13 +102,20 @@ QString weightsAndTokenizerText(const ConfigDocument& doc, QString* problem) {
   if (dir.isEmpty()) {
     text = "Weights: seeded random (checkpointer.checkpoint_dir is null)";
   } else {
+    // The files the engine will load (checkpoint/checkpoint_files.h: a checkpoint's manifest, the names
+    // given, an index, model.safetensors).
+    std::vector<std::string> listed;
+    const YAML::Node named = doc.value("checkpointer.checkpoint_files");
+    if (named.IsDefined() && named.IsSequence())
+      for (const auto& f : named)
+        if (f.IsScalar()) listed.push_back(f.Scalar());
     QStringList files;
-    const YAML::Node listed = doc.value("checkpointer.checkpoint_files");
-    if (listed.IsDefined() && listed.IsSequence())
-      for (const auto& f : listed)
-        if (f.IsScalar()) files << QString::fromStdString(f.Scalar());
-    if (files.isEmpty()) {
-      files = QDir(dir).entryList({"model*.safetensors"}, QDir::Files, QDir::Name);
+    try {
+      for (const auto& f : tb::checkpoint::resolve_checkpoint_files(dir.toStdString(), listed))
+        files << QString::fromStdString(f);
+    } catch (const std::exception& e) {
+      if (problem && problem->isEmpty()) *problem = QString::fromStdString(e.what());
+      for (const auto& f : listed) files << QString::fromStdString(f);
     }
     double bytes = 0;
     for (const QString& f : files) {
@@ -262,17 +147,20 @@ QString formatCount(int64_t n) {
   return QString::number(n);
 }
 
-QString MemoryEstimate::describe() const {
+QString describeEstimate(const MemoryEstimate& e) {
   QStringList lines;
-  lines << QString("Parameters: %1 (%2 trainable)").arg(formatCount(totalParams), formatCount(trainableParams));
-  if (adapterParams) lines << QString("LoRA adapters: %1").arg(formatCount(adapterParams));
-  if (quantizedParams) lines << QString("NF4 base: %1 params at %2 bytes each").arg(formatCount(quantizedParams)).arg(kNf4BytesPerParam, 0, 'f', 3);
+  lines << QString("Parameters: %1 (%2 trainable)").arg(formatCount(e.total_params), formatCount(e.trainable_params));
+  if (e.adapter_params) lines << QString("LoRA adapters: %1").arg(formatCount(e.adapter_params));
+  if (e.quantized_params)
+    lines << QString("NF4 base: %1 params at %2 bytes each")
+                 .arg(formatCount(e.quantized_params))
+                 .arg(e.nf4_bytes_per_param, 0, 'f', 3);
   lines << QString("Weights %1 · gradients %2%3 · %4 %5")
-               .arg(formatBytes(weightBytes), formatBytes(gradientBytes),
-                    gradientsOneAtATime ? " (one at a time: optimizer_in_bwd)" : "",
-                    eightBitOptimizer ? "8-bit AdamW" : "AdamW", formatBytes(optimizerBytes));
-  lines << QString("Activations ≈ %1 (batch %2 × %3 tokens)").arg(formatBytes(activationBytes)).arg(batchSize).arg(seqLen);
-  lines << QString("Estimated total ≈ %1").arg(formatBytes(totalBytes()));
+               .arg(formatBytes(e.weight_bytes), formatBytes(e.gradient_bytes),
+                    e.gradients_one_at_a_time ? " (one at a time: optimizer_in_bwd)" : "",
+                    e.eight_bit_optimizer ? "8-bit AdamW" : "AdamW", formatBytes(e.optimizer_bytes));
+  lines << QString("Activations ≈ %1 (batch %2 × %3 tokens)").arg(formatBytes(e.activation_bytes)).arg(e.batch_size).arg(e.seq_len);
+  lines << QString("Estimated total ≈ %1").arg(formatBytes(e.total_bytes()));
   return lines.join('\n');
 }
 
@@ -314,22 +202,6 @@ std::optional<tb::models::ModelArgs> modelArgsOf(const ConfigDocument& doc, QStr
   }
   if (error) *error = "unknown model builder '" + doc.scalar("model._component_") + "'";
   return std::nullopt;
-}
-
-LoraTargets loraTargetsOf(const ConfigDocument& doc) {
-  LoraTargets t;
-  const YAML::Node modules = doc.value("model.lora_attn_modules");
-  if (modules.IsDefined() && modules.IsSequence()) {
-    t.attnModules.clear();
-    for (const auto& m : modules)
-      if (m.IsScalar()) t.attnModules << QString::fromStdString(m.Scalar());
-  }
-  t.mlp = doc.boolean("model.apply_lora_to_mlp", false);
-  t.output = doc.boolean("model.apply_lora_to_output", false);
-  bool ok = false;
-  const int64_t rank = doc.scalar("model.lora_rank").toLongLong(&ok);
-  t.rank = ok ? rank : 8;
-  return t;
 }
 
 int64_t seqLenOf(const ConfigDocument& doc, const tb::models::ModelArgs& args) {

@@ -7,8 +7,6 @@
 
 #include <csignal>
 
-#include <nlohmann/json.hpp>
-
 #include "training/metric_loggers.h"
 
 namespace tb::ui {
@@ -51,7 +49,8 @@ bool ProcessRun::start(const tb::config::Config& config, const QString& recipe, 
   }
   logPath_ = QDir(QString::fromStdString(tb::training::metrics_log_dir(config))).filePath("metrics.jsonl");
   QFileInfo existing(logPath_);
-  logOffset_ = existing.exists() ? existing.size() : 0;  // a resumed run appends: only what it writes now
+  // A resumed run appends: only what it writes now.
+  tail_ = std::make_unique<tb::training::LogTail>(logPath_.toStdString(), existing.exists() ? uint64_t(existing.size()) : 0);
   process_.start(cli, {"run", "--nproc-per-node", QString::number(processes), recipe, "--config", config_.fileName()});
   if (!process_.waitForStarted(10000)) {
     if (error) *error = "cannot start " + cli + ": " + process_.errorString();
@@ -66,32 +65,27 @@ void ProcessRun::stop() {
 }
 
 void ProcessRun::readLog() {
-  QFile file(logPath_);
-  if (!file.open(QIODevice::ReadOnly)) return;  // rank 0 has not opened it yet
-  if (file.size() < logOffset_) logOffset_ = 0;
-  file.seek(logOffset_);
-  partial_ += file.readAll();
-  logOffset_ = file.pos();
-  qsizetype newline;
-  while ((newline = partial_.indexOf('\n')) >= 0) {
-    const QByteArray line = partial_.left(newline);
-    partial_.remove(0, newline + 1);
-    const auto j = nlohmann::json::parse(line.toStdString(), nullptr, false);
-    if (!j.is_object()) continue;
-    if (!j.contains("event")) {
-      const auto m = tb::training::step_metrics_from_json(j);
-      outcome_.stepsDone = m.step;
-      outcome_.lastLoss = m.loss;
-      Q_EMIT stepLogged(m);
+  if (!tail_) return;
+  for (const std::string& text : tail_->read_new_lines()) {
+    std::optional<tb::training::LogLine> line;
+    try {
+      line = tb::training::parse_log_line(text);
+    } catch (const std::exception&) {
+      continue;  // a step the log could not say; the next ones still count
+    }
+    if (!line) continue;
+    if (line->step) {
+      outcome_.stepsDone = line->step->step;
+      outcome_.lastLoss = line->step->loss;
+      Q_EMIT stepLogged(*line->step);
       continue;
     }
-    const RunEvent e = runEventFromJson(j);
+    if (!line->event.is_object()) continue;
+    const RunEvent e = runEventFromJson(line->event);
     if (e.kind == "checkpoint") outcome_.lastCheckpoint = e.path;
     if (e.kind == "end") {
       ended_ = true;
-      outcome_.status = e.status == "completed" ? tb::training::RunStatus::Completed
-                        : e.status == "stopped" ? tb::training::RunStatus::Stopped
-                                                : tb::training::RunStatus::Failed;
+      outcome_.status = tb::training::run_status_from_text(e.status.toStdString());
       outcome_.message = e.message;
     }
     Q_EMIT eventLogged(e);

@@ -15,6 +15,7 @@
 
 #include "RunTypes.h"
 #include "config/config.h"
+#include "training/run_log.h"
 
 namespace tb::ui {
 
@@ -45,8 +46,7 @@ class ProcessRun : public QObject {
   QTemporaryFile config_;  // the resolved config the workers read
   QTimer poll_;
   QString logPath_;
-  qint64 logOffset_ = 0;
-  QByteArray partial_;     // a line of the log not yet complete
+  std::unique_ptr<tb::training::LogTail> tail_;  // the lines rank 0 has written since the start
   RunOutcome outcome_;
   bool ended_ = false;     // the log's "end" event arrived
 };

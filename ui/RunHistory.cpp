@@ -9,48 +9,28 @@
 #include <algorithm>
 #include <map>
 
+#include "training/output_lock.h"
+#include "training/run_log.h"
 #include "training/run_checkpoint.h"
 
 namespace tb::ui {
 
-int RunLog::warmupSteps() const {
-  return int(std::count_if(steps.begin(), steps.end(),
-                           [](const auto& s) { return s.phase == tb::training::Phase::Warmup; }));
-}
-
-namespace {
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-}  // namespace
-
-double RunLog::medianSteadyTokensPerSecond() const {
-  std::vector<double> v;
-  for (const auto& s : steps)
-    if (s.phase == tb::training::Phase::Steady) v.push_back(s.tokens_per_second);
-  return median(v);
-}
-
-double RunLog::medianSteadyStepSeconds() const {
-  std::vector<double> v;
-  for (const auto& s : steps)
-    if (s.phase == tb::training::Phase::Steady) v.push_back(s.step_time_s);
-  return median(v);
-}
-
-double RunLog::peakMemoryGib() const {
-  double peak = 0;
-  for (const auto& s : steps) peak = std::max(peak, s.peak_memory_gib);
-  return peak;
-}
+int RunLog::warmupSteps() const { return tb::training::warmup_steps(steps); }
+double RunLog::medianSteadyTokensPerSecond() const { return tb::training::median_steady_tokens_per_second(steps); }
+double RunLog::medianSteadyStepSeconds() const { return tb::training::median_steady_step_seconds(steps); }
+double RunLog::peakMemoryGib() const { return tb::training::peak_memory_gib(steps); }
 
 QString RunLog::folder() const {
   QDir dir = QFileInfo(path).dir();
   if (dir.dirName() == "logs") dir.cdUp();
   return dir.absolutePath();
+}
+
+QString runStatusText(const RunLog& log) {
+  if (!log.endStatus.isEmpty()) return log.endStatus;
+  if (tb::training::output_dir_in_use(log.folder().toStdString())) return "running";
+  return log.steps.empty() ? QString("interrupted before its first step")
+                           : QString("interrupted at step %1").arg(log.steps.back().step);
 }
 
 QString metricsFileOf(const QString& path) {
@@ -62,78 +42,29 @@ QString metricsFileOf(const QString& path) {
   return dir.filePath("logs/metrics.jsonl");
 }
 
+// The engine reads the log (training/run_log.h); this is its Qt-typed view.
 RunLog readRunLog(const QString& path) {
+  const tb::training::RunLog read = tb::training::read_run_log(metricsFileOf(path).toStdString());
+  auto text = [](const std::string& s) { return QString::fromStdString(s); };
+  auto list = [&](const std::vector<std::string>& v) {
+    QStringList out;
+    for (const auto& s : v) out << text(s);
+    return out;
+  };
   RunLog log;
-  log.path = metricsFileOf(path);
-  QFile file(log.path);
-  if (!file.open(QIODevice::ReadOnly)) {
-    log.errors << log.path + ": " + file.errorString();
-    return log;
-  }
-  // The file is appended to by every run into the folder. A step number that goes back starts a new
-  // stretch: a fresh run (step 1) replaces everything, a resume from step k (k + 1) keeps 1..k. What
-  // follows an `end` event is another invocation: its compile and end events replace the old ones.
-  std::map<int64_t, tb::training::StepMetrics> byStep;
-  std::vector<std::pair<int64_t, QString>> checkpoints;  // (step, path)
-  int64_t lastStep = 0;
-  bool ended = false;
-  int lineNo = 0;
-  while (!file.atEnd()) {
-    const QByteArray line = file.readLine().trimmed();
-    ++lineNo;
-    if (line.isEmpty()) continue;
-    const auto j = nlohmann::json::parse(line.constData(), line.constData() + line.size(), nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-      // The last line of a run that is still writing may be partial; anything else is worth saying.
-      log.errors << QString("%1:%2: not a JSON object").arg(log.path).arg(lineNo);
-      continue;
-    }
-    try {
-      const std::string event = j.contains("event") ? j.value("event", "") : "";
-      if (ended && event != "end") {
-        ended = false;
-        log.compileSeconds = -1;
-        log.endStatus.clear();
-        log.endMessage.clear();
-      }
-      if (!event.empty()) {
-        if (event == "compile") {
-          log.compileSeconds = j.value("seconds", -1.0);
-          log.compiled = true;
-        }
-        if (event == "start") {
-          log.recipe = QString::fromStdString(j.value("recipe", ""));
-          log.compiled = j.value("compile", false);
-          log.dtype = QString::fromStdString(j.value("dtype", ""));
-          log.setup = QString::fromStdString(j.value("setup", ""));
-          if (!j.value("resume", false) || !log.started.isValid())
-            log.started = QDateTime::fromString(QString::fromStdString(j.value("time", "")), Qt::ISODate);
-        }
-        if (event == "checkpoint")
-          checkpoints.emplace_back(j.value("step", lastStep), QString::fromStdString(j.value("path", "")));
-        if (event == "end") {
-          ended = true;
-          log.endStatus = QString::fromStdString(j.value("status", ""));
-          log.endMessage = QString::fromStdString(j.value("message", ""));
-        }
-        continue;
-      }
-      if (!j.contains("step")) continue;
-      const auto m = tb::training::step_metrics_from_json(j);
-      if (m.step <= lastStep) {
-        byStep.erase(byStep.lower_bound(m.step), byStep.end());
-        checkpoints.erase(std::remove_if(checkpoints.begin(), checkpoints.end(),
-                                         [&](const auto& c) { return c.first >= m.step; }),
-                          checkpoints.end());
-      }
-      lastStep = m.step;
-      byStep[m.step] = m;
-    } catch (const std::exception& e) {
-      log.errors << QString("%1:%2: %3").arg(log.path).arg(lineNo).arg(e.what());
-    }
-  }
-  for (auto& [step, m] : byStep) log.steps.push_back(m);
-  for (const auto& c : checkpoints) log.checkpoints << c.second;
+  log.path = text(read.path);
+  log.steps = read.steps;
+  log.compileSeconds = read.compile_seconds;
+  log.recipe = text(read.recipe);
+  log.compiled = read.compiled;
+  log.dtype = text(read.dtype);
+  log.threads = int(read.threads);
+  log.setup = text(read.setup);
+  log.started = QDateTime::fromString(text(read.started), Qt::ISODate);
+  log.endStatus = text(read.end_status);
+  log.endMessage = text(read.end_message);
+  log.checkpoints = list(read.checkpoints);
+  log.errors = list(read.errors);
   return log;
 }
 

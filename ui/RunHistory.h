@@ -21,6 +21,7 @@ struct RunLog {
   QString recipe;                                // from the `start` event (empty in logs from before it existed)
   bool compiled = false;                         // the start event's compile (else: a compile event was seen)
   QString dtype;
+  int threads = 0;                               // the start event's threads (0 in logs from before it existed)
   QString setup;                                 // the start event's setup key: runs of one setup share it
   QDateTime started;                             // when the run (not a resume of it) started; invalid if unknown
   QString endStatus;                             // completed, stopped, failed; empty while running
@@ -35,6 +36,10 @@ struct RunLog {
   // The run's folder (the parent of logs/).
   QString folder() const;
 };
+
+// How the run stands: its end status (completed, stopped, failed); "running" while its process holds the
+// folder's lock; else "interrupted at step N" (its process is gone without an `end` event).
+QString runStatusText(const RunLog& log);
 
 // `path` is a run's output folder, its logs/ folder, or the metrics.jsonl file itself.
 QString metricsFileOf(const QString& path);

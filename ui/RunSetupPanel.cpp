@@ -5,6 +5,7 @@
 #include <QScrollBar>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDesktopServices>
 #include <QDir>
 #include <QDoubleSpinBox>
 #include <QDoubleValidator>
@@ -23,10 +24,15 @@
 #include <QTextBrowser>
 #include <QThreadPool>
 #include <QTimer>
+#include <QUrl>
 #include <QVBoxLayout>
 
 #include "ModelInfo.h"
+#include "checkpoint/checkpoint_files.h"
 #include "checkpoint/hf_config.h"
+#include "components/builtin.h"
+#include "config/registry.h"
+#include "config/user_dirs.h"
 #include "config/yaml_edit.h"
 #include "data/dataset.h"
 #include "data/row_sources.h"
@@ -34,6 +40,13 @@
 namespace tb::ui {
 
 namespace {
+// LoRA's alpha as it is written in a config: 32, 0.5 (not 32.000).
+class PlainDoubleSpinBox : public QDoubleSpinBox {
+ public:
+  using QDoubleSpinBox::QDoubleSpinBox;
+  QString textFromValue(double value) const override { return QString::number(value, 'g', 10); }
+};
+
 const char* const kCompileTooltip =
     "<p><b>compile: true</b> — like torch.compile, the training step is captured and lowered to fused, "
     "multi-threaded CPU kernels with hand-written backward passes; its matrix products go through oneDNN "
@@ -94,6 +107,10 @@ RunSetupPanel::RunSetupPanel(ConfigDocument* document, QWidget* parent) : QWidge
   refreshFromDocument();
   updateModelInfo();
   schedulePreview();
+}
+
+QString RunSetupPanel::runsFolder() const {
+  return QString::fromStdString(tb::config::window_runs_folder(doc_->scalar("output_dir").toStdString()));
 }
 
 void RunSetupPanel::buildUi() {
@@ -159,7 +176,7 @@ void RunSetupPanel::buildUi() {
   loraRank_ = new QSpinBox(this);
   loraRank_->setRange(1, 4096);
   loraRank_->setToolTip("model.lora_rank: the adapters' rank (more: more capacity and memory)");
-  loraAlpha_ = new QDoubleSpinBox(this);
+  loraAlpha_ = new PlainDoubleSpinBox(this);
   loraAlpha_->setRange(0.001, 100000);
   loraAlpha_->setDecimals(3);
   loraAlpha_->setToolTip("model.lora_alpha: the adapters' scale is alpha / rank");
@@ -173,6 +190,20 @@ void RunSetupPanel::buildUi() {
   runName_->setPlaceholderText("automatic: recipe-eager|compile-time");
   runName_->setToolTip("The next run's folder inside the output folder. Empty: <recipe>-<eager|compile>-<date-time>, "
                        "so runs never mix. A folder that already holds a run is asked about before it is reused.");
+  runsPath_ = new QLabel(this);
+  runsPath_->setObjectName("runsPathLabel");
+  runsPath_->setWordWrap(true);
+  runsPath_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  runsPath_->setToolTip("Where the runs go: an absolute output folder as it is, a relative one (as the bundled "
+                        "configs have) under your data folder");
+  auto* openOutput = new QPushButton("Open", this);
+  openOutput->setObjectName("openRunsButton");
+  openOutput->setToolTip("Open the folder the runs go to in the file manager");
+  connect(openOutput, &QPushButton::clicked, this, [this] {
+    const QString dir = runsFolder();
+    QDir().mkpath(dir);
+    QDesktopServices::openUrl(QUrl::fromLocalFile(dir));
+  });
   auto* browseOutput = new QPushButton("…", this);
   browseOutput->setMaximumWidth(32);
   browseOutput->setToolTip("Choose the output folder");
@@ -220,6 +251,10 @@ void RunSetupPanel::buildUi() {
   outRow->addWidget(outputDir_, 1);
   outRow->addWidget(browseOutput);
   hyper->addRow("Output folder", outRow);
+  auto* pathRow = new QHBoxLayout;
+  pathRow->addWidget(runsPath_, 1);
+  pathRow->addWidget(openOutput);
+  hyper->addRow("", pathRow);
   hyper->addRow("Run name", runName_);
 
   auto* guard = new WheelGuard(this);
@@ -274,7 +309,13 @@ void RunSetupPanel::connectEdits() {
   });
   connect(model_, qOverload<int>(&QComboBox::activated), this, [this](int index) {
     const QString name = model_->itemText(index);
-    if (tb::models::preset_args(name.toStdString())) doc_->setModelPreset(name);
+    const QString folder = model_->itemData(index).toString();
+    if (tb::models::preset_args(name.toStdString())) {
+      doc_->setModelPreset(name);
+    } else if (!folder.isEmpty() && QFileInfo(folder).absoluteFilePath() != QFileInfo(doc_->scalar("model.path")).absoluteFilePath()) {
+      QString error;  // a folder opened before in this window: open it again
+      if (!openModelFolder(folder, &error)) QMessageBox::warning(this, "Open model folder", error);
+    }
   });
   connect(openModel_, &QPushButton::clicked, this, [this] {
     const QString dir = QFileDialog::getExistingDirectory(this, "Open a Hugging Face model folder");
@@ -310,11 +351,13 @@ void RunSetupPanel::refreshFromDocument() {
   int modelIndex = model_->findText(base);
   if (modelIndex < 0) {
     // Not a preset: show what the config builds, as an extra entry.
-    const QString label = base == "from_hf_config" ? "HF folder: " + QFileInfo(doc_->scalar("model.path")).fileName()
-                                                   : doc_->scalar("model._component_", "(no model)");
-    modelIndex = model_->findText(label);
+    // Folders stay listed (with their path) after another model is chosen, so one click goes back.
+    const bool folder = base == "from_hf_config";
+    const QString path = folder ? QFileInfo(doc_->scalar("model.path")).absoluteFilePath() : QString();
+    const QString label = folder ? "HF folder: " + QFileInfo(path).fileName() : doc_->scalar("model._component_", "(no model)");
+    modelIndex = folder ? model_->findData(path) : model_->findText(label);
     if (modelIndex < 0) {
-      model_->addItem(label);
+      model_->addItem(label, path);
       modelIndex = model_->count() - 1;
     }
   }
@@ -339,6 +382,7 @@ void RunSetupPanel::refreshFromDocument() {
   loraAlpha_->setEnabled(lora);
   if (!lr_->hasFocus()) lr_->setText(doc_->scalar("optimizer.lr"));
   if (!outputDir_->hasFocus()) outputDir_->setText(doc_->scalar("output_dir"));
+  runsPath_->setText("Runs go to " + runsFolder());
   fillDatasetCombo();
   refreshing_ = false;
 }
@@ -365,8 +409,15 @@ bool RunSetupPanel::openModelFolder(const QString& folder, QString* error) {
   const std::string modelType = tb::checkpoint::hf_model_type(tb::checkpoint::read_hf_config(folder.toStdString()));
 
   const QDir dir(folder);
-  QStringList files = dir.entryList({"*.safetensors"}, QDir::Files, QDir::Name);
-  files.removeAll("adapter_model.safetensors");
+  // The files the engine loads from the folder (its index, model.safetensors, a checkpoint's manifest);
+  // a folder of shards without an index: every safetensors file but an adapter.
+  QStringList files;
+  try {
+    for (const auto& f : tb::checkpoint::resolve_checkpoint_files(folder.toStdString(), {})) files << QString::fromStdString(f);
+  } catch (const std::exception&) {
+    files = dir.entryList({"*.safetensors"}, QDir::Files, QDir::Name);
+    files.removeAll(tb::checkpoint::kAdapterFileName);
+  }
   if (files.isEmpty()) {
     if (error) *error = folder + ": no model*.safetensors files in this folder";
     return false;
@@ -452,14 +503,25 @@ bool RunSetupPanel::useDatasetFile(const QString& path, QString* error) {
     return false;
   }
   const QString abs = QFileInfo(path).absoluteFilePath();
-  // Same kind of dataset: only the file changes, its other arguments stay.
+  // Same kind of dataset: the file and its format change, its other arguments stay.
   if (doc_->scalar("dataset._component_") == component) {
-    doc_->apply({ConfigEdit::set("dataset.data_files", YAML::Node(abs.toStdString()))});
+    doc_->apply({ConfigEdit::set("dataset.source", YAML::Node(source)),
+                 ConfigEdit::set("dataset.data_files", YAML::Node(abs.toStdString()))});
   } else {
     YAML::Node node(YAML::NodeType::Map);
     node["_component_"] = component.toStdString();
     node["source"] = source;
     node["data_files"] = abs.toStdString();
+    // What the old dataset said that the new component takes too (train_on_input, packed, split, ...)
+    // stays: the builders' defaults differ (alpaca_dataset trains on the prompt unless told not to).
+    const YAML::Node old = doc_->value("dataset");
+    if (const auto* spec = tb::components::builtin().find(component.toStdString()); spec && old.IsMap())
+      for (auto it = old.begin(); it != old.end(); ++it) {
+        const std::string key = it->first.Scalar();
+        if (node[key] || key == "column" || key == "conversation_column" || key == "conversation_style") continue;
+        for (const auto& a : spec->args)
+          if (a.name == key) node[key] = YAML::Clone(it->second);
+      }
     QVector<ConfigEdit> edits = {ConfigEdit::set("dataset", node)};
     edits += extra;
     doc_->apply(edits);
@@ -485,7 +547,7 @@ void RunSetupPanel::updateModelInfo() {
     return;
   }
   modelInfo_->setText(describeArchitecture(*args));
-  if (const auto e = estimateOf(*doc_)) memory_->setText(e->describe());
+  if (const auto e = estimateOf(*doc_)) memory_->setText(describeEstimate(*e));
 }
 
 QString RunSetupPanel::weightsText() const { return weights_->text(); }

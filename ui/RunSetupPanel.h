@@ -51,10 +51,14 @@ class RunSetupPanel : public QWidget {
   QSpinBox* epochsBox() const { return epochs_; }
   QSpinBox* maxStepsBox() const { return maxSteps_; }
   QSpinBox* loraRankBox() const { return loraRank_; }
+  QDoubleSpinBox* loraAlphaBox() const { return loraAlpha_; }
   QLineEdit* learningRateEdit() const { return lr_; }
   QLineEdit* outputDirEdit() const { return outputDir_; }
   // The next run's folder name under the output folder; empty: <recipe>-<eager|compile>-<time>.
   QLineEdit* runNameEdit() const { return runName_; }
+  // The absolute folder the runs go to (MainWindow::runsFolder), shown under the output folder field.
+  QString runsFolder() const;
+  QLabel* runsPathLabel() const { return runsPath_; }
   QTextBrowser* previewView() const { return preview_; }
 
  Q_SIGNALS:
@@ -91,6 +95,7 @@ class RunSetupPanel : public QWidget {
   QDoubleSpinBox* loraAlpha_;
   QSpinBox* threads_;
   QLineEdit* outputDir_;
+  QLabel* runsPath_;
   QLineEdit* runName_;
   QTimer* previewTimer_ = nullptr;
   QString previewKey_;  // dataset + tokenizer YAML the last preview was built for

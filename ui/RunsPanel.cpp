@@ -27,7 +27,6 @@ QString runLabel(const RunLog& log) {
   return QDir(log.folder()).dirName() + (log.compiled ? " (compile)" : " (eager)");
 }
 
-QString statusOf(const RunLog& log) { return log.endStatus.isEmpty() ? "running or interrupted" : log.endStatus; }
 
 // Newest start first; runs without a start event by their log's time; ties by folder, so the order never
 // depends on what was clicked last.
@@ -161,7 +160,7 @@ void RunsPanel::refreshList() {
                                log.recipe.isEmpty() ? "–" : log.recipe,
                                log.compiled ? "compile" : "eager",
                                log.started.isValid() ? log.started.toLocalTime().toString("yyyy-MM-dd HH:mm") : "–",
-                               statusOf(log),
+                               runStatusText(log),
                                QString::number(log.steps.size()),
                                log.steps.empty() ? "–" : QString::number(log.steps.back().loss, 'f', 4)};
     for (int c = 0; c < kColumns; ++c) {
@@ -280,7 +279,7 @@ void RunsPanel::updateSummary() {
                                QString::number(log.medianSteadyStepSeconds(), 'f', 3),
                                QString::number(log.warmupSteps()),
                                log.compileSeconds >= 0 ? QString::number(log.compileSeconds, 'f', 2) : "–",
-                               log.endStatus.isEmpty() ? "(no end event)" : log.endStatus};
+                               runStatusText(log)};
     for (int c = 0; c < cells.size(); ++c) summary_->setItem(row, c, new QTableWidgetItem(cells[c]));
   }
   summary_->resizeColumnsToContents();

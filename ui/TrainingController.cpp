@@ -49,8 +49,7 @@ bool TrainingController::start(const tb::config::Config& config, const QString& 
   processRun_.reset();
   control_.reset();
   if (processes > 1) {  // data parallel: the recipe's distributed counterpart, started by the CLI's launcher
-    QString distributed = recipe;
-    distributed.replace("_single_device", "_distributed");
+    const QString distributed = QString::fromStdString(tb::distributed_counterpart(recipe.toStdString()));
     auto run = std::make_unique<ProcessRun>();
     connect(run.get(), &ProcessRun::stepLogged, this, &TrainingController::stepLogged);
     connect(run.get(), &ProcessRun::eventLogged, this, &TrainingController::eventLogged);

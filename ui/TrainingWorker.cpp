@@ -1,9 +1,7 @@
 #include "TrainingWorker.h"
 
-#include "components/builtin.h"
-#include "config/schema.h"
+#include "run_harness.h"
 #include "training/metric_loggers.h"
-#include "training/output_lock.h"
 
 namespace tb::ui {
 
@@ -17,32 +15,12 @@ void TrainingWorker::run(const tb::config::Config& config, const QString& recipe
     Q_EMIT finished(outcome);
     return;
   }
-  std::unique_ptr<tb::training::OutputDirLock> lock;  // before the log opens: one run per output_dir
-  std::unique_ptr<tb::training::FanOutLogger> logger;
-  try {
-    lock = std::make_unique<tb::training::OutputDirLock>(tb::config::setting_string(config, "output_dir"));
-    logger = tb::training::make_metric_logger(config, tb::components::builtin());
-  } catch (const std::exception& e) {
-    outcome.status = tb::training::RunStatus::Failed;
-    outcome.message = QString::fromStdString(e.what());
-    Q_EMIT finished(outcome);
-    return;
-  }
   // Emitted from this thread; the controller lives on the GUI thread, so delivery is queued.
-  logger->add(std::make_shared<tb::training::CallbackLogger>(
+  tb::RunHarness harness;
+  harness.loggers.push_back(std::make_shared<tb::training::CallbackLogger>(
       [this](const tb::training::StepMetrics& m) { Q_EMIT stepLogged(m); },
       [this](const nlohmann::json& j) { Q_EMIT eventLogged(runEventFromJson(j)); }));
-
-  tb::training::RunResult result;
-  try {
-    result = recipe->run(config, *logger, *control);
-  } catch (const std::exception& e) {
-    // Recipes report their own end event; one that throws gets it here, as in the CLI.
-    result.status = tb::training::RunStatus::Failed;
-    result.message = e.what();
-    logger->log_event({{"event", "end"}, {"status", "failed"}, {"message", result.message}});
-  }
-  logger->flush();
+  const tb::training::RunResult result = tb::run_with_harness(*recipe, config, *control, harness);
   outcome.status = result.status;
   outcome.message = QString::fromStdString(result.message);
   outcome.stepsDone = result.steps_done;

@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <set>
 #include <stdexcept>
@@ -19,16 +18,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kIndexFile = "model.safetensors.index.json";
-
 std::string shape_text(c10::IntArrayRef sizes) {
   std::string s = "[";
   for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
   return s + "]";
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 using models::strip_compiled_prefix;
@@ -40,42 +33,6 @@ std::string shard_name(size_t k, size_t n) {
 }
 
 }  // namespace
-
-std::vector<std::string> resolve_checkpoint_files(const std::string& dir, const std::vector<std::string>& files) {
-  if (!fs::is_directory(dir)) throw std::runtime_error("checkpoint_dir " + dir + " is not a folder");
-  std::vector<std::string> out = files;
-  if (out.empty()) {
-    const fs::path index = fs::path(dir) / kIndexFile;
-    if (fs::exists(index)) {
-      std::ifstream in(index);
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(in);
-      } catch (const nlohmann::json::parse_error& e) {
-        throw std::runtime_error(index.string() + ": not valid JSON: " + e.what());
-      }
-      if (!j.contains("weight_map") || !j["weight_map"].is_object())
-        throw std::runtime_error(index.string() + ": no 'weight_map' object");
-      std::set<std::string> unique;
-      for (const auto& [key, file] : j["weight_map"].items()) {
-        if (!file.is_string()) throw std::runtime_error(index.string() + ": weight_map entry of '" + key + "' is not a file name");
-        unique.insert(file.get<std::string>());
-      }
-      out.assign(unique.begin(), unique.end());
-    } else if (fs::exists(fs::path(dir) / "model.safetensors")) {
-      out = {"model.safetensors"};
-    } else {
-      throw std::runtime_error("checkpoint_dir " + dir + " has neither model.safetensors nor " + kIndexFile +
-                               "; name the files in checkpoint_files");
-    }
-  }
-  for (const auto& f : out) {
-    if (ends_with(f, ".bin") || ends_with(f, ".pt") || ends_with(f, ".pth"))
-      throw std::runtime_error("checkpoint file " + f + " is a PyTorch pickle; tunebench reads safetensors only");
-    if (!fs::exists(fs::path(dir) / f)) throw std::runtime_error("checkpoint file " + (fs::path(dir) / f).string() + " does not exist");
-  }
-  return out;
-}
 
 StateDict load_hf_state(const std::string& dir, const std::vector<std::string>& files) {
   StateDict out;
@@ -147,7 +104,7 @@ void save_model_state(const std::string& folder, const LazyStateDict& state, con
     written.insert(name);
   }
   index["weight_map"] = weight_map;
-  write_file_atomic((fs::path(folder) / kIndexFile).string(), text::json_text(index, 2) + "\n");
+  write_file_atomic((fs::path(folder) / kIndexFileName).string(), text::json_text(index, 2) + "\n");
   write_file_atomic((fs::path(folder) / "config.json").string(), text::json_text(hf_config, 2) + "\n");
   // Shards of an earlier save with a different count would otherwise linger next to the index.
   static const std::regex shard_file(R"(model-\d{5}-of-\d{5}\.safetensors)");

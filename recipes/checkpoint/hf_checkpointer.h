@@ -15,6 +15,7 @@
 #include <torch/nn/module.h>
 
 #include "checkpoint/atomic_file.h"
+#include "checkpoint/checkpoint_files.h"  // resolve_checkpoint_files: which files load
 #include "checkpoint/hf_convert.h"
 #include "checkpoint/lazy_state.h"
 #include "models/model_args.h"
@@ -23,11 +24,6 @@
 namespace tb::checkpoint {
 
 constexpr uint64_t kDefaultMaxShardBytes = 5'000'000'000;  // Hugging Face's default "5GB"
-
-// The safetensors files of a checkpoint folder: `files` (relative to dir) when given, else the
-// files model.safetensors.index.json names, else model.safetensors. Throws for missing files and for
-// PyTorch pickle files (.bin/.pt), which are not read.
-std::vector<std::string> resolve_checkpoint_files(const std::string& dir, const std::vector<std::string>& files);
 
 // The tensors of those files under Hugging Face names (views of the mapped files). A key found in
 // two files is an error.

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "config/regular_file.h"
+#include "text/json_file.h"
 
 namespace tb::checkpoint {
 
@@ -237,13 +238,7 @@ std::string config_file(const std::string& path) {
 nlohmann::json read_hf_config(const std::string& path) {
   const std::string file = config_file(path);
   if (const auto what = config::not_a_regular_file(file)) throw std::runtime_error(file + ": " + *what);
-  std::ifstream in(file);
-  if (!in) throw std::runtime_error(file + ": cannot open (a Hugging Face checkpoint folder holds a config.json)");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw std::runtime_error(file + ": not valid JSON: " + e.what());
-  }
+  return text::read_json_file(file);
 }
 
 models::ModelArgs read_hf_model_args(const std::string& path) {

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "models/compiled_names.h"
+#include "text/strings.h"
 
 namespace tb::checkpoint {
 
@@ -115,9 +116,7 @@ void expect_shape(const std::string& shown, const torch::Tensor& t, std::vector<
   throw std::runtime_error("tensor '" + shown + "' has shape " + shape_text(t) + " but the model expects " + want + "]");
 }
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
+using text::ends_with;
 
 }  // namespace
 

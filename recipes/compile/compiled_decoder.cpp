@@ -7,13 +7,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <sstream>
 #include <tuple>
 
-#include <unistd.h>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
@@ -21,7 +19,9 @@
 #include "compile/fused_attention.h"
 #include "compile/fused_kernels.h"
 #include "compile/fused_nf4.h"
-
+#include "checkpoint/atomic_file.h"
+#include "text/json_file.h"
+#include "text/json_text.h"
 
 namespace fs = std::filesystem;
 
@@ -191,25 +191,20 @@ fs::path plan_path(const std::string& key) {
 }  // namespace
 
 std::optional<CompilePlan> load_cached_plan(const std::string& key) {
-  std::ifstream in(plan_path(key));
-  if (!in) return std::nullopt;
-  const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || j.value("key", "") != key || !j.contains("plan")) return std::nullopt;  // another key's hash
-  return CompilePlan::from_json(j["plan"]);
+  const auto j = text::try_read_json_file(plan_path(key).string());
+  if (!j || !j->is_object() || j->value("key", "") != key || !j->contains("plan")) return std::nullopt;  // another key's hash
+  return CompilePlan::from_json((*j)["plan"]);
 }
 
+// A cache: a plan that cannot be stored (a full or read-only disk) is measured again next time.
 void store_plan(const std::string& key, const CompilePlan& plan) {
   std::error_code ec;
   const fs::path path = plan_path(key);
   fs::create_directories(path.parent_path(), ec);
-  const fs::path tmp = path.string() + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp);
-    out << nlohmann::json{{"key", key}, {"plan", plan.to_json()}}.dump(2) << "\n";
-    if (!out) return;
+  try {
+    checkpoint::write_file_atomic(path.string(), text::json_text(nlohmann::json{{"key", key}, {"plan", plan.to_json()}}, 2) + "\n");
+  } catch (const std::exception&) {
   }
-  fs::rename(tmp, path, ec);
-  if (ec) fs::remove(tmp, ec);
 }
 
 // ---- warm-up ---------------------------------------------------------------------------------------------

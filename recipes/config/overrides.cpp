@@ -1,5 +1,7 @@
 #include "config/overrides.h"
 
+#include <stdexcept>
+
 #include "config/suggest.h"
 
 namespace tb::config {
@@ -9,6 +11,12 @@ std::string yaml_quoted(const std::string& text) {
   for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
   return out + "'";
 }
+std::string yaml_flow_list(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + yaml_quoted(items[i]);
+  return out + "]";
+}
+
 namespace {
 
 Diagnostic override_error(const std::string& text, const std::string& message) {
@@ -102,20 +110,16 @@ void set_key(Node& root, const std::string& text, std::vector<Diagnostic>& diags
     return;
   }
   Node value;
-  if (value_text == "None") {
-    value.kind = Node::Kind::Null;  // torchtune turns None into null
-  } else {
-    try {
-      std::vector<Diagnostic> parse_diags;
-      value = from_yaml(YAML::Load(value_text), "", parse_diags);
-      if (!parse_diags.empty()) {
-        diags.push_back(override_error(text, "the value is not valid: " + parse_diags.front().message));
-        return;
-      }
-    } catch (const YAML::Exception& e) {
-      diags.push_back(override_error(text, "the value is not valid YAML: " + e.msg));
+  try {
+    std::vector<Diagnostic> parse_diags;
+    value = from_yaml(override_value(value_text), "", parse_diags);
+    if (!parse_diags.empty()) {
+      diags.push_back(override_error(text, "the value is not valid: " + parse_diags.front().message));
       return;
     }
+  } catch (const std::invalid_argument& e) {
+    diags.push_back(override_error(text, e.what()));
+    return;
   }
   value.set_origin(text);
 
@@ -167,6 +171,33 @@ void set_key(Node& root, const std::string& text, std::vector<Diagnostic>& diags
 }
 
 }  // namespace
+
+YAML::Node override_value(const std::string& value_text) {
+  if (value_text == "None") return YAML::Node(YAML::NodeType::Null);  // torchtune turns None into null
+  try {
+    YAML::Node v = YAML::Load(value_text);
+    return v.IsDefined() ? v : YAML::Node(YAML::NodeType::Null);
+  } catch (const YAML::Exception& e) {
+    throw std::invalid_argument("the value is not valid YAML: " + e.msg);
+  }
+}
+
+ParsedOverride parse_override(const std::string& text) {
+  ParsedOverride out;
+  const size_t eq = text.find('=');
+  if (!text.empty() && text[0] == '~') {
+    out.key = text.substr(1, eq == std::string::npos ? std::string::npos : eq - 1);
+    out.remove = true;
+    if (split_dotted(out.key).empty()) throw std::invalid_argument("expected ~key.path, e.g. ~optimizer.weight_decay");
+    return out;
+  }
+  if (text.empty() || eq == std::string::npos)
+    throw std::invalid_argument("expected key=value or ~key (e.g. optimizer.lr=1e-4, ~clip_grad_norm)");
+  out.key = text.substr(0, eq);
+  if (split_dotted(out.key).empty()) throw std::invalid_argument("expected key=value with a dotted key such as optimizer.lr");
+  out.value = override_value(text.substr(eq + 1));
+  return out;
+}
 
 std::vector<std::string> split_dotted(const std::string& dotted) {
   std::vector<std::string> out;

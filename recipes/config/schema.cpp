@@ -60,6 +60,8 @@ KeySpec list_ok(KeySpec k) {
 
 // Every core, shared among the workers of a multi-process run on this machine (torchrun's
 // LOCAL_WORLD_SIZE, else WORLD_SIZE): each worker's default is its part.
+int machine_cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
 std::string hardware_threads() {
   int workers = 1;
   for (const char* name : {"LOCAL_WORLD_SIZE", "WORLD_SIZE"})
@@ -67,8 +69,7 @@ std::string hardware_threads() {
       workers = std::max(1, std::atoi(text));
       break;
     }
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::to_string(std::max(1, cores / workers));
+  return std::to_string(std::max(1, machine_cores() / workers));
 }
 
 std::vector<KeySpec> build_schema() {
@@ -130,6 +131,16 @@ std::vector<KeySpec> build_schema() {
 }
 
 }  // namespace
+
+WorkerThreads worker_threads(int64_t asked, int workers) {
+  const int cores = machine_cores();
+  workers = std::max(1, workers);
+  if (asked >= 1 && asked * workers <= cores) return {asked, {}};
+  const int64_t each = std::max(1, cores / workers);
+  return {each, std::to_string(workers) + " processes on " + std::to_string(cores) + " cores: " + std::to_string(each) +
+                    " thread" + (each == 1 ? "" : "s") + " each (num_threads " + std::to_string(asked) +
+                    " would give the cores " + std::to_string(asked * workers) + " threads, which only wait on each other)"};
+}
 
 bool KeySpec::applies_to(const std::string& recipe) const {
   if (recipes.empty() || recipe.empty() || recipe == kExportVerb) return true;  // export reads any recipe's config

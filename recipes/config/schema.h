@@ -63,4 +63,14 @@ std::optional<double> setting_optional_float(const Config& cfg, const std::strin
 // logs them as warnings.
 std::vector<std::string> no_effect_warnings(const Config& cfg);
 
+// The threads each of `workers` processes on this machine trains with: `asked` (num_threads) when the
+// processes together fit the cores, else the cores divided among them, at least 1 (threads beyond the
+// cores only wait on each other: 2 workers x 2 threads on 2 cores made steps 30-80x slower). `note` says
+// what was changed, empty when nothing was.
+struct WorkerThreads {
+  int64_t threads = 1;
+  std::string note;
+};
+WorkerThreads worker_threads(int64_t asked, int workers);
+
 }  // namespace tb::config

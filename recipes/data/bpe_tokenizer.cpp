@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "text/byte_level.h"
+#include "text/json_file.h"
 #include "text/tokenizer_json.h"
 #include "text/unicode.h"
 #include "text/utf8.h"
@@ -207,12 +208,7 @@ std::shared_ptr<BpeTokenizer> BpeTokenizer::from_tiktoken(const std::string& tex
 std::shared_ptr<BpeTokenizer> BpeTokenizer::from_vocab_merges(const std::string& vocab_json_path,
                                                               const std::string& merges_path,
                                                               const VocabMergesOptions& o) {
-  json vocab_json;
-  try {
-    vocab_json = json::parse(read_file(vocab_json_path));
-  } catch (const json::parse_error& e) {
-    throw std::runtime_error(vocab_json_path + ": not valid JSON (" + e.what() + ")");
-  }
+  const json vocab_json = text::read_json_file(vocab_json_path);
   if (!vocab_json.is_object()) throw std::runtime_error(vocab_json_path + ": expected an object of token: id");
   std::vector<std::pair<std::string, uint32_t>> vocab;
   vocab.reserve(vocab_json.size());
@@ -273,12 +269,7 @@ void BpeTokenizer::finish(const std::string& source, const std::string& sibling_
   prompt_template_ = options.prompt_template;
   parse_special_ = options.parse_special_tokens;
   if (!options.special_tokens_path.empty()) {
-    json root;
-    try {
-      root = json::parse(read_file(options.special_tokens_path));
-    } catch (const json::parse_error& e) {
-      throw std::runtime_error(options.special_tokens_path + ": not valid JSON (" + e.what() + ")");
-    }
+    const json root = text::read_json_file(options.special_tokens_path);
     set_added_tokens(added_tokens_of(root, options.special_tokens_path));
   }
   int64_t max_id = pipeline_->model().max_id();
@@ -288,11 +279,8 @@ void BpeTokenizer::finish(const std::string& source, const std::string& sibling_
   json config;
   const auto config_path = std::filesystem::path(sibling_dir) / "tokenizer_config.json";
   if (!sibling_dir.empty() && std::filesystem::exists(config_path)) {
-    try {
-      config = json::parse(read_file(config_path.string()));
-    } catch (const std::exception&) {
-      config = json();  // a broken config beside the tokenizer only loses the token names
-    }
+    // A broken config beside the tokenizer only loses the token names.
+    config = text::try_read_json_file(config_path.string()).value_or(json());
   }
   auto pick = [&](const std::string& given, const char* config_key, std::vector<std::string> candidates,
                   const char* what) -> int64_t {

@@ -6,6 +6,7 @@
 
 #include "config/regular_file.h"
 #include "data/dataset.h"
+#include "text/strings.h"
 
 namespace tb::data {
 namespace {
@@ -78,11 +79,8 @@ std::vector<Record> split_records(const std::string& text, char delimiter) {
 }  // namespace
 
 char delimiter_for(const std::string& path) {
-  auto ends_with = [&](const char* suffix) {
-    const std::string s(suffix);
-    return path.size() >= s.size() && path.compare(path.size() - s.size(), s.size(), s) == 0;
-  };
-  return ends_with(".tsv") || ends_with(".tab") || ends_with(".TSV") ? '\t' : ',';
+  using text::ends_with;
+  return ends_with(path, ".tsv") || ends_with(path, ".tab") || ends_with(path, ".TSV") ? '\t' : ',';
 }
 
 std::vector<Row> parse_delimited_rows(const std::string& text, const std::string& file, char delimiter) {

@@ -10,6 +10,7 @@
 
 #include "data/bpe_tokenizer.h"
 #include "data/sentencepiece_tokenizer.h"
+#include "text/json_file.h"
 
 namespace tb::data {
 namespace {
@@ -375,14 +376,7 @@ const BpeTokenizer* vocab_merges_bpe(const Tokenizer& tokenizer) {
 }
 
 std::map<std::string, int64_t> read_added_tokens(const std::string& tokenizer_json_path) {
-  std::ifstream in(tokenizer_json_path, std::ios::binary);
-  if (!in) throw std::runtime_error(tokenizer_json_path + ": cannot read the file");
-  nlohmann::json root;
-  try {
-    root = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw std::runtime_error(tokenizer_json_path + ": not valid JSON (" + e.what() + ")");
-  }
+  const nlohmann::json root = text::read_json_file(tokenizer_json_path);
   std::map<std::string, int64_t> out;
   const auto added = root.find("added_tokens");
   if (added == root.end() || !added->is_array())

@@ -6,6 +6,7 @@
 #include "data/bpe_tokenizer.h"
 #include "data/hf_tokenizer.h"
 #include "data/sentencepiece_tokenizer.h"
+#include "text/strings.h"
 
 namespace tb::data {
 
@@ -39,7 +40,7 @@ namespace {
 const std::string kReplacement = "\xEF\xBF\xBD";  // U+FFFD: what decoding makes of half a UTF-8 character
 
 bool ends_with_replacement(const std::string& s) {
-  return s.size() >= 3 && s.compare(s.size() - 3, 3, kReplacement) == 0;
+  return text::ends_with(s, kReplacement);
 }
 }  // namespace
 

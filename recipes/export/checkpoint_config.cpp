@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "checkpoint/checkpoint_files.h"
 #include "components/builtin.h"
 #include "config/overrides.h"
 #include "config/registry.h"
@@ -13,15 +14,6 @@ namespace tb::exporting {
 namespace fs = std::filesystem;
 
 namespace {
-
-bool has_model_weights(const fs::path& dir) {
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("model", 0) == 0 && entry.path().extension() == ".safetensors") return true;
-  }
-  return false;
-}
 
 // The manifest of a complete checkpoint that records its config.
 nlohmann::json manifest_with_config(const fs::path& dir) {
@@ -49,8 +41,8 @@ config::LoadResult load_checkpoint_config(const std::string& checkpoint_dir, boo
                                           const std::vector<std::string>& overrides) {
   const fs::path dir = fs::absolute(checkpoint_dir).lexically_normal();
   const nlohmann::json manifest = manifest_with_config(dir);
-  const bool weights = has_model_weights(dir);
-  const bool adapter_files = fs::exists(dir / "adapter_model.safetensors");
+  const bool weights = checkpoint::holds_model_weights(dir.string());
+  const bool adapter_files = fs::exists(dir / checkpoint::kAdapterFileName);
   if (!weights && !adapter_files)
     throw std::runtime_error(dir.string() + ": holds neither model weights nor a LoRA adapter");
   if (adapter && !adapter_files)
@@ -58,7 +50,12 @@ config::LoadResult load_checkpoint_config(const std::string& checkpoint_dir, boo
 
   const std::string quoted = config::yaml_quoted(dir.string());
   std::vector<std::string> all;
-  if (weights) all.push_back("checkpointer.checkpoint_dir=" + quoted);
+  if (weights) {
+    // The files this folder holds, not those of the model its run started from (a Hub folder's
+    // model.safetensors is saved as model-00001-of-00001.safetensors).
+    all.push_back("checkpointer.checkpoint_dir=" + quoted);
+    all.push_back("checkpointer.checkpoint_files=" + config::yaml_flow_list(checkpoint::resolve_checkpoint_files(dir.string(), {})));
+  }
   all.push_back(adapter || !weights ? "checkpointer.adapter_checkpoint=" + quoted
                                     : std::string("checkpointer.adapter_checkpoint=null"));
   all.insert(all.end(), overrides.begin(), overrides.end());

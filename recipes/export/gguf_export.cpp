@@ -18,6 +18,7 @@
 #include "peft/adapter.h"
 #include "peft/lora_linear.h"
 #include "peft/qlora.h"
+#include "text/strings.h"
 
 namespace tb::exporting {
 
@@ -39,9 +40,7 @@ checkpoint::LazyStateDict merged_weights(const inference::LoadedModel& loaded, b
 // back. Gemma's norms scale by (1 + w); llama.cpp's by w, so the converter stores 1 + w.
 torch::Tensor to_llama_cpp_layout(const std::string& gguf_name, torch::Tensor t, const models::ModelArgs& args,
                                   const std::string& arch) {
-  const auto ends = [&](const std::string& tail) {
-    return gguf_name.size() > tail.size() && gguf_name.compare(gguf_name.size() - tail.size(), tail.size(), tail) == 0;
-  };
+  const auto ends = [&](const char* tail) { return text::ends_with(gguf_name, tail); };
   if (args.norm_offset && ends("norm.weight")) return t.to(torch::kFloat) + 1;
   if (arch != "llama") return t;
   if (ends(".attn_q.weight") || ends(".attn_q.bias"))

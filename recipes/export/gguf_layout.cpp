@@ -1,5 +1,6 @@
 #include "export/gguf_layout.h"
 
+#include "text/strings.h"
 #include <stdexcept>
 #include <utility>
 
@@ -7,9 +8,7 @@ namespace tb::exporting {
 
 namespace {
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
+using text::ends_with;
 
 // Hugging Face's name inside a layer -> llama.cpp's; sandwich-norm families (Gemma 2/3) name the norms
 // after attention and around the MLP differently.

@@ -1,5 +1,6 @@
 #include "export/ollama_modelfile.h"
 
+#include "text/strings.h"
 #include <stdexcept>
 
 namespace tb::exporting {
@@ -27,8 +28,8 @@ std::optional<std::string> default_system_prompt(const data::ChatTemplate& chat_
   const auto at = with.find(system_marker);
   if (at == std::string::npos) return std::nullopt;
   const std::string prefix = with.substr(0, at), suffix = with.substr(at + system_marker.size());
-  if (without.size() <= prefix.size() + suffix.size() || without.compare(0, prefix.size(), prefix) != 0 ||
-      without.compare(without.size() - suffix.size(), suffix.size(), suffix) != 0)
+  if (without.size() <= prefix.size() + suffix.size() || !text::starts_with(without, prefix) ||
+      !text::ends_with(without, suffix))
     return std::nullopt;
   return without.substr(prefix.size(), without.size() - prefix.size() - suffix.size());
 }

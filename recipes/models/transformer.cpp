@@ -12,6 +12,7 @@
 #include "models/build_dtype.h"
 #include "models/compiled_names.h"
 #include "models/deferred_weight.h"
+#include "text/strings.h"
 
 namespace tb::models {
 
@@ -327,11 +328,7 @@ void init_weights(torch::nn::Module& model, uint64_t seed, double std) {
       continue;
     }
     auto& p = item.value();
-    const auto ends_with = [&](const std::string& tail) {
-      return item.key().size() >= tail.size() &&
-             item.key().compare(item.key().size() - tail.size(), tail.size(), tail) == 0;
-    };
-    if (ends_with(".scale") || ends_with(".bias")) {
+    if (text::ends_with(item.key(), ".scale") || text::ends_with(item.key(), ".bias")) {
       p.zero_();  // biases start at 0; norm scales are set below by their kind
       continue;
     }

@@ -1,6 +1,5 @@
 #include "peft/adapter.h"
 
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -14,7 +13,9 @@
 #include "checkpoint/safetensors.h"
 #include "models/compiled_names.h"
 #include "models/transformer.h"
+#include "text/json_file.h"
 #include "text/json_text.h"
+#include "text/strings.h"
 
 namespace fs = std::filesystem;
 
@@ -26,9 +27,7 @@ const std::string kPeftPrefix = "base_model.model.";
 
 using models::strip_compiled_prefix;
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
+using text::ends_with;
 
 bool has_segment(const std::string& name, const std::string& segment) {
   return name.compare(0, segment.size(), segment) == 0 || name.find("." + segment) != std::string::npos;
@@ -215,16 +214,6 @@ nlohmann::ordered_json number_json(double v) {
   return v;
 }
 
-nlohmann::json read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot open (no PEFT adapter config here?)");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw std::runtime_error(path + ": not valid JSON: " + e.what());
-  }
-}
-
 bool is_true(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_boolean() && j[key].get<bool>();
 }
@@ -343,7 +332,7 @@ void save_peft_adapter(const std::string& dir, const StateDict& adapter_ours, co
 
 AdapterConfig read_adapter_config(const std::string& dir) {
   const std::string path = (fs::path(dir) / kAdapterConfigFile).string();
-  const nlohmann::json j = read_json_file(path);
+  const nlohmann::json j = text::read_json_file(path);
   if (!j.is_object()) throw std::runtime_error(path + ": expected a JSON object");
   auto bad = [&](const std::string& why) { return std::runtime_error(path + ": " + why); };
 

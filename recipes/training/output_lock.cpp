@@ -36,6 +36,16 @@ OutputDirLock::OutputDirLock(const std::string& output_dir) {
   }
 }
 
+bool output_dir_in_use(const std::string& output_dir) {
+  const std::string path = (std::filesystem::path(output_dir) / ".tunebench.lock").string();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  // A lock of our own on a new open file description conflicts with any holder's, in this process too.
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // drops the shared lock when it was taken
+  return held;
+}
+
 OutputDirLock::~OutputDirLock() {
   if (fd_ >= 0) ::close(fd_);  // releases the lock
 }

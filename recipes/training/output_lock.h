@@ -8,6 +8,11 @@
 
 namespace tb::training {
 
+// True while a live process holds the lock of `output_dir` (this one included); false when the folder has
+// no lock file or its run's process is gone (ended, crashed or killed): a log without an `end` event is
+// then an interrupted run, not a running one.
+bool output_dir_in_use(const std::string& output_dir);
+
 class OutputDirLock {
  public:
   // Creates the folder if needed and takes the lock, or throws std::runtime_error naming the folder

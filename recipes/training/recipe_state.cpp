@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/atomic_file.h"
+#include "text/json_file.h"
 #include "text/json_text.h"
 
 namespace fs = std::filesystem;
@@ -64,10 +65,9 @@ void save_recipe_state(const std::string& folder, const RecipeState& state, torc
 
 RecipeState read_recipe_counters(const std::string& folder) {
   const fs::path path = fs::path(folder) / "recipe_state.json";
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot resume from " + folder + ": recipe_state.json missing");
+  if (!fs::exists(path)) throw std::runtime_error("cannot resume from " + folder + ": recipe_state.json missing");
+  const auto j = text::read_json_file(path.string());
   try {
-    const auto j = nlohmann::json::parse(in);
     RecipeState state;
     state.global_step = j.at("global_step").get<int64_t>();
     state.epochs_run = j.at("epochs_run").get<int64_t>();

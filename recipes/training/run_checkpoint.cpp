@@ -16,6 +16,7 @@
 
 #include "config/schema.h"
 #include "text/json_text.h"
+#include "text/strings.h"
 #include "training/recipe_state.h"
 
 namespace fs = std::filesystem;
@@ -77,7 +78,9 @@ std::string write_checkpoint_folder(const std::string& output_dir, const std::st
     // Absolute: a checkpointer joins a relative folder onto its own output_dir, which would put the
     // files of a relative output_dir (as the bundled configs use) one level too deep.
     fill(fs::absolute(tmp).string());
-    write_text_synced(tmp / kManifestName, text::json_text(manifest, 2) + "\n");
+    nlohmann::json complete = manifest;
+    complete.update(checkpoint::describe_checkpoint_files(tmp.string()));
+    write_text_synced(tmp / kManifestName, text::json_text(complete, 2) + "\n");
     if (fs::exists(final_path)) {
       // Replacing a checkpoint of the same name: move the old one aside first so a crash between the
       // two renames leaves one complete copy.
@@ -97,13 +100,7 @@ std::string write_checkpoint_folder(const std::string& output_dir, const std::st
   return final_path.string();
 }
 
-std::optional<nlohmann::json> read_manifest(const std::string& folder) {
-  std::ifstream in(fs::path(folder) / kManifestName);
-  if (!in) return std::nullopt;
-  auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return std::nullopt;
-  return j;
-}
+std::optional<nlohmann::json> read_manifest(const std::string& folder) { return checkpoint::read_checkpoint_manifest(folder); }
 
 std::vector<CheckpointInfo> list_checkpoints(const std::string& output_dir) {
   std::vector<CheckpointInfo> out;
@@ -140,8 +137,7 @@ namespace {
 std::string recipe_kind(const std::string& recipe) {
   for (const char* suffix : {"_single_device", "_distributed"}) {
     const std::string s = suffix;
-    if (recipe.size() > s.size() && recipe.compare(recipe.size() - s.size(), s.size(), s) == 0)
-      return recipe.substr(0, recipe.size() - s.size());
+    if (recipe.size() > s.size() && text::ends_with(recipe, s)) return recipe.substr(0, recipe.size() - s.size());
   }
   return recipe;
 }

@@ -11,15 +11,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/checkpoint_files.h"
 #include "config/config.h"
 #include "training/metrics.h"
 
 namespace tb::training {
 
-inline constexpr const char* kManifestName = "tunebench_checkpoint.json";
+using checkpoint::kManifestName;
 
 // Creates `<output_dir>/<name>` atomically: `fill` writes the files into a temporary sibling folder,
-// then the manifest is written there and the folder renamed over any older one of the same name.
+// then the manifest is written there, with the files it holds (checkpoint/checkpoint_files.h: `model_files`,
+// `files`), and the folder renamed over any older one of the same name.
 // On an exception nothing is left but the previous checkpoints. What a process killed mid-save left in
 // output_dir (its temporary folder, an old checkpoint moved aside) is cleaned up first. Returns the final path.
 std::string write_checkpoint_folder(const std::string& output_dir, const std::string& name,

@@ -77,6 +77,7 @@ void begin_run(RunSettings& settings, const config::Config& cfg, const std::stri
                     {"recipe", cfg.recipe},
                     {"compile", settings.compile},
                     {"dtype", settings.runtime.dtype_name()},
+                    {"threads", settings.runtime.num_threads},
                     {"model", cfg.get_string("model._component_", "")},
                     {"resume", !resume_dir.empty()},
                     {"setup", setup_key(cfg)},

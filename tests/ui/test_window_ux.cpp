@@ -37,30 +37,16 @@
 #include "TrainingController.h"
 #include "config/config.h"
 #include "training/run_checkpoint.h"
+#include "window_test_support.h"
 
 using tb::ui::ConfigEdit;
 using tb::ui::RunState;
 
 namespace {
 
-constexpr int kRunTimeoutMs = 180000;
-
-// The embedded default, short: `steps` steps, one thread, runs under `outputDir`.
-void shorten(tb::ui::ConfigDocument& doc, const QString& outputDir, int steps) {
-  doc.apply({ConfigEdit::set("output_dir", YAML::Node(outputDir.toStdString())), ConfigEdit::scalar("epochs", "1"),
-             ConfigEdit::scalar("max_steps_per_epoch", QString::number(steps)), ConfigEdit::scalar("log_every_n_steps", "1"),
-             ConfigEdit::scalar("num_threads", "1"), ConfigEdit::scalar("batch_size", "4")});
-}
-
-bool runToTheEnd(tb::ui::MainWindow& w, QString* error) {
-  if (!w.startRun(error)) return false;
-  if (!w.controller()->waitUntilFinished(kRunTimeoutMs)) {
-    *error = "the run did not finish";
-    return false;
-  }
-  QCoreApplication::processEvents();
-  return true;
-}
+using tbtest::kRunTimeoutMs;
+using tbtest::runToTheEnd;
+using tbtest::shorten;
 
 void wheel(QWidget* target, int notches) {
   const QPointF pos(target->width() / 2.0, target->height() / 2.0);

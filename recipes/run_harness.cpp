@@ -1,0 +1,46 @@
+#include "run_harness.h"
+
+#include <iostream>
+
+#include "components/builtin.h"
+#include "config/schema.h"
+#include "training/metric_loggers.h"
+#include "training/output_lock.h"
+
+namespace tb {
+
+training::RunResult run_with_harness(const RecipeInfo& recipe, const config::Config& cfg, training::RunControl& control,
+                                     const RunHarness& harness) {
+  training::RunResult result;
+  std::unique_ptr<training::OutputDirLock> lock;  // before the log opens: one run per output_dir
+  std::unique_ptr<training::FanOutLogger> logger;
+  try {
+    if (harness.rank == 0) {
+      lock = std::make_unique<training::OutputDirLock>(config::setting_string(cfg, "output_dir"));
+      logger = training::make_metric_logger(cfg, components::builtin());
+      if (harness.print_progress && !logger->contains<training::StdoutLogger>())
+        logger->add(std::make_shared<training::StdoutLogger>());
+    } else {
+      logger = std::make_unique<training::FanOutLogger>();
+      logger->add(std::make_shared<training::StdoutLogger>(std::cerr));
+      logger->set_log_level(training::LogLevel::Error);
+    }
+  } catch (const std::exception& e) {
+    result.status = training::RunStatus::Failed;
+    result.message = e.what();
+    return result;
+  }
+  for (const auto& l : harness.loggers) logger->add(l);
+  try {
+    result = recipe.run(cfg, *logger, control);
+  } catch (const std::exception& e) {
+    // Recipes report their own end event; one that throws gets it here.
+    result.status = training::RunStatus::Failed;
+    result.message = e.what();
+    logger->log_event({{"event", "end"}, {"status", "failed"}, {"message", result.message}});
+  }
+  logger->flush();
+  return result;
+}
+
+}  // namespace tb
