@@ -20,17 +20,18 @@ settings=$(mktemp -d)
 trap 'rm -rf "$settings"' EXIT
 export XDG_CONFIG_HOME="$settings"
 export XDG_CACHE_HOME="$settings"  # no compile plan from an earlier run: the warm-up is the real one
+export XDG_DATA_HOME="$settings"   # nothing of the user's own runs in the Runs tab
 
 # A fresh output folder: the Checkpoints and Runs tabs show this run only.
-run_dir=build/runs/screenshots
+run_dir=$PWD/build/runs/screenshots
 rm -rf "$run_dir"
 
 echo "==> $app --default --autostart --quit-after-steps $steps compile=false output_dir=$run_dir (under Xvfb)"
-timeout 900 xvfb-run -a -s "-screen 0 1600x1000x24" \
+timeout 900 xvfb-run -a -s "-screen 0 2000x1200x24" \
   "$app" --default --autostart --quit-after-steps "$steps" compile=false output_dir="$run_dir"
 prompt="What is the capital of France?"
 echo "==> $app --default --autostart --quit-after-steps $steps --screenshot $out/tunebench.png --chat-prompt '$prompt' compile=true output_dir=$run_dir (under Xvfb)"
-timeout 900 xvfb-run -a -s "-screen 0 1600x1000x24" \
+timeout 900 xvfb-run -a -s "-screen 0 2000x1200x24" \
   "$app" --default --autostart --quit-after-steps "$steps" --screenshot "$out/tunebench.png" --chat-prompt "$prompt" \
   compile=true output_dir="$run_dir"
 ls -l "$out"/tunebench*.png

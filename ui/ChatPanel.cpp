@@ -14,6 +14,7 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QScrollBar>
+#include <QSettings>
 #include <QShortcut>
 #include <QSpinBox>
 #include <QSplitter>
@@ -26,6 +27,7 @@
 
 #include "ConfigDocument.h"
 #include "RunHistory.h"
+#include "checkpoint/checkpoint_files.h"
 #include "components/builtin.h"
 #include "config/registry.h"
 #include "config/schema.h"
@@ -66,9 +68,19 @@ ChatPanel::ChatPanel(ConfigDocument* document, QWidget* parent)
   thread_->start();
   connect(doc_, &ConfigDocument::changed, this, [this] {
     source_->setItemText(0, setupModelLabel());
-    if (source_->currentData().toString().isEmpty()) updateDefaults();
+    if (source_->currentData().toString().isEmpty()) {
+      updateDefaults();
+      resetTitles();
+    }
   });
+  // Checkpoints chosen by hand in an earlier session are offered again (those still on disk).
+  for (const QString& path : QSettings().value("chat/checkpoints").toStringList())
+    if (QFileInfo(QDir(path).filePath(tb::checkpoint::kManifestName)).isFile()) {
+      source_->addItem(QFileInfo(path).fileName() + " — " + path, path);
+      source_->setItemData(source_->count() - 1, true, Qt::UserRole + 1);
+    }
   fillSources();
+  resetTitles();
   updateDefaults();
   updateButtons();
 }
@@ -206,6 +218,7 @@ void ChatPanel::buildUi() {
   connect(source_, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] {
     updateDefaults();
     updateButtons();
+    resetTitles();
   });
   connect(format_, qOverload<int>(&QComboBox::activated), this, [this] { formatTouched_ = true; });
   connect(compare_, &QCheckBox::toggled, this, [this](bool on) {
@@ -250,6 +263,12 @@ void ChatPanel::fillSources() {
   updateButtons();
 }
 
+// Until a message loads it, a pane names the model it will load, not the one a message loaded before.
+void ChatPanel::resetTitles() {
+  panes_[0].title->setText("Model: " + source_->currentText() + " (loads with the first message)");
+  panes_[1].title->setText("Base: the model this checkpoint's run started from (loads with the first message)");
+}
+
 QString ChatPanel::setupModelLabel() const {
   return "The setup's model (" + doc_->modelBaseName() + ", weights as the config loads them)";
 }
@@ -267,6 +286,11 @@ bool ChatPanel::chooseCheckpoint(const QString& path, QString* error) {
     source_->addItem(QFileInfo(abs).fileName() + " — " + abs, abs);
     index = source_->count() - 1;
     source_->setItemData(index, true, Qt::UserRole + 1);
+    QSettings settings;  // remembered for the next session
+    QStringList chosen = settings.value("chat/checkpoints").toStringList();
+    chosen.removeAll(abs);
+    chosen.prepend(abs);
+    settings.setValue("chat/checkpoints", chosen.mid(0, 12));
   }
   source_->setCurrentIndex(index);
   return true;

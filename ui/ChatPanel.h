@@ -87,6 +87,7 @@ class ChatPanel : public QWidget {
 
   void buildUi();
   void fillSources();
+  void resetTitles();
   QString setupModelLabel() const;
   void updateDefaults();
   void updateButtons();

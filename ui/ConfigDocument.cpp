@@ -357,7 +357,7 @@ void ConfigDocument::setModelPreset(const QString& presetName) {
     const QString tokenizer = QDir::cleanPath(scalar("tokenizer.path"));
     const YAML::Node original = baseTree_.IsMap() ? baseTree_["tokenizer"] : YAML::Node();
     const bool fromFolder = !folder.isEmpty() && (tokenizer == folder || tokenizer.startsWith(folder + "/"));
-    if (fromFolder && original.IsMap() && original["path"].IsScalar() &&
+    if (fromFolder && original.IsDefined() && original.IsMap() && original["path"].IsDefined() && original["path"].IsScalar() &&
         !QDir::cleanPath(QString::fromStdString(original["path"].Scalar())).startsWith(folder))
       edits << ConfigEdit::set("tokenizer", YAML::Clone(original));
   }

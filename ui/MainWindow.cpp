@@ -82,7 +82,9 @@ MainWindow::MainWindow(const StartupOptions& options, QWidget* parent)
   });
   connect(editor_, &ConfigEditorPanel::statusMessage, this, [this](const QString& m) { statusBar()->showMessage(m, 6000); });
   connect(editor_, &ConfigEditorPanel::validated, this, [this](bool ok, int count) {
-    if (!controller_->isActive()) start_->setToolTip(ok ? "Start training" : QString("The config has %1 problem(s)").arg(count));
+    if (!controller_->isActive())
+      start_->setToolTip(ok ? "Start training"
+                            : count == 1 ? QString("The config has a problem") : QString("The config has %1 problems").arg(count));
   });
   // The newest run under the setup's output folder (or a run written straight into it) opens the
   // Checkpoints and Chat tabs.
@@ -442,6 +444,12 @@ bool MainWindow::memoryAllowsStart(QString* error) {
 }
 
 bool MainWindow::startRun(QString* error) {
+  if (!setup_->datasetProblem().isEmpty()) {
+    const QString why = "The dataset cannot be read: " + setup_->datasetProblem();
+    setBanner("<span style='color:#c62828'>" + why.toHtmlEscaped() + "</span>");
+    if (error) *error = why;
+    return false;
+  }
   if (!memoryAllowsStart(error)) return false;
   const QString folder = nextRunFolder();
   if (holdsARun(folder)) {
@@ -465,10 +473,14 @@ bool MainWindow::startWith(const std::vector<std::string>& overrides, qint64 res
   editor_->validateNow();
   const auto result = doc_->validate(overrides);
   if (!result.ok()) {
-    QString why = QString("The config has %1 problem(s)").arg(result.diagnostics.size());
-    if (!result.diagnostics.empty()) why += ":\n" + QString::fromStdString(result.diagnostics.front().format());
+    const size_t n = result.diagnostics.size();
+    QString why = n == 1 ? QString("The config has a problem") : QString("The config has %1 problems").arg(n);
+    QStringList listed;  // every one, as the Config tab lists them (the first few in the banner)
+    for (size_t i = 0; i < std::min<size_t>(n, 5); ++i) listed << QString::fromStdString(result.diagnostics[i].format());
+    if (n > 5) listed << QString("… and %1 more in the Config tab").arg(n - 5);
+    if (!listed.isEmpty()) why += ":\n" + listed.join('\n');
     tabs_->setCurrentWidget(editor_);
-    setBanner("<span style='color:#c62828'>" + why.toHtmlEscaped() + "</span>");
+    setBanner("<span style='color:#c62828'>" + why.toHtmlEscaped().replace('\n', "<br>") + "</span>");
     if (error) *error = why;
     return false;
   }
@@ -704,6 +716,14 @@ void MainWindow::takeScreenshotsAndQuit(int exitCode) {
     resize(1024, 640);
     QApplication::processEvents();
     shoot(tabs_->widget(0), "-1024x640");
+    // Every tab at the smallest size the window is made for and at a full-HD screen's.
+    for (const QSize size : {QSize(1024, 640), QSize(1920, 1080)}) {
+      resize(size);
+      QApplication::processEvents();
+      const QString tag = QString("%1x%2").arg(size.width()).arg(size.height());
+      for (const auto& [tab, suffix] : shots)
+        shoot(tab, (suffix.isEmpty() ? QString("-live") : suffix) + "-" + tag);
+    }
     tabs_->setCurrentIndex(0);
   }
   saveSettings();

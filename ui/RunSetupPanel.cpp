@@ -368,10 +368,22 @@ void RunSetupPanel::refreshFromDocument() {
     const int v = text.toInt(&ok);
     box->setValue(ok ? v : fallback);
   };
+  // A key the config does not set (misspelled, say) is shown as missing, not as a value it does not have.
+  auto markMissing = [this](QWidget* field, const QString& key) {
+    const bool missing = !doc_->value(key).IsDefined();
+    const QString note = "Not set in the config (misspelled? the Config tab lists its problems). ";
+    QString tip = field->toolTip();
+    if (tip.startsWith(note)) tip = tip.mid(note.size());
+    field->setToolTip(missing ? note + tip : tip);
+    field->setStyleSheet(missing ? "background-color: #fde0dc;" : QString());
+    field->setProperty("missingKey", missing);
+  };
   setInt(epochs_, doc_->scalar("epochs"), 1);
   setInt(maxSteps_, doc_->scalar("max_steps_per_epoch"), 0);
   setInt(batchSize_, doc_->scalar("batch_size"), 1);
   setInt(gradAccum_, doc_->scalar("gradient_accumulation_steps"), 1);
+  markMissing(epochs_, "epochs");
+  markMissing(batchSize_, "batch_size");
   setInt(threads_, doc_->scalar("num_threads"), 0);
   setInt(loraRank_, doc_->scalar("model.lora_rank"), 8);
   bool ok = false;
@@ -515,7 +527,7 @@ bool RunSetupPanel::useDatasetFile(const QString& path, QString* error) {
     // What the old dataset said that the new component takes too (train_on_input, packed, split, ...)
     // stays: the builders' defaults differ (alpaca_dataset trains on the prompt unless told not to).
     const YAML::Node old = doc_->value("dataset");
-    if (const auto* spec = tb::components::builtin().find(component.toStdString()); spec && old.IsMap())
+    if (const auto* spec = tb::components::builtin().find(component.toStdString()); spec && old.IsDefined() && old.IsMap())
       for (auto it = old.begin(); it != old.end(); ++it) {
         const std::string key = it->first.Scalar();
         if (node[key] || key == "column" || key == "conversation_column" || key == "conversation_style") continue;
@@ -568,6 +580,7 @@ void RunSetupPanel::schedulePreview() {
 
 void RunSetupPanel::runPreview() {
   const int generation = ++previewGeneration_;
+  datasetProblem_.clear();  // until this preview says
   const auto result = doc_->validate();
   QPointer<RunSetupPanel> self(this);
   if (!result.ok()) {
@@ -589,6 +602,8 @@ void RunSetupPanel::runPreview() {
 
 void RunSetupPanel::showPreview(int generation, const DatasetPreviewResult& result) {
   if (generation != previewGeneration_) return;  // a newer request is on its way
+  // A valid config whose dataset could not be tokenized: the run would fail on it the same way.
+  datasetProblem_ = !result.tokenized && !result.note.startsWith("Tokens are shown once") ? result.note : QString();
   preview_->setHtml(previewHtml(result));
   Q_EMIT previewReady();
 }

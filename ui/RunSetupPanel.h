@@ -58,6 +58,9 @@ class RunSetupPanel : public QWidget {
   QLineEdit* runNameEdit() const { return runName_; }
   // The absolute folder the runs go to (MainWindow::runsFolder), shown under the output folder field.
   QString runsFolder() const;
+  // Why the dataset preview could not tokenize the dataset of this (valid) setup; empty when it could, or
+  // while it is being read. Start refuses a setup whose preview says this.
+  QString datasetProblem() const { return datasetProblem_; }
   QLabel* runsPathLabel() const { return runsPath_; }
   QTextBrowser* previewView() const { return preview_; }
 
@@ -96,6 +99,7 @@ class RunSetupPanel : public QWidget {
   QSpinBox* threads_;
   QLineEdit* outputDir_;
   QLabel* runsPath_;
+  QString datasetProblem_;
   QLineEdit* runName_;
   QTimer* previewTimer_ = nullptr;
   QString previewKey_;  // dataset + tokenizer YAML the last preview was built for

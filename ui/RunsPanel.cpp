@@ -8,6 +8,8 @@
 #include <QLabel>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QResizeEvent>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSplitter>
 #include <QTableWidget>
@@ -94,12 +96,13 @@ RunsPanel::RunsPanel(QWidget* parent)
   rightLayout->addWidget(plot_, 1);
   rightLayout->addWidget(summary_);
 
-  auto* splitter = new QSplitter(this);
-  splitter->addWidget(left);
-  splitter->addWidget(right);
-  splitter->setStretchFactor(1, 1);
+  splitter_ = new QSplitter(this);
+  splitter_->addWidget(left);
+  splitter_->addWidget(right);
+  splitter_->setStretchFactor(1, 1);
+  connect(splitter_, &QSplitter::splitterMoved, this, [this] { splitterMoved_ = true; });
   auto* layout = new QVBoxLayout(this);
-  layout->addWidget(splitter);
+  layout->addWidget(splitter_);
 
   connect(openButton, &QPushButton::clicked, this, [this] { openDialog(false); });
   connect(showSelected, &QPushButton::clicked, this, [this] {
@@ -170,7 +173,31 @@ void RunsPanel::refreshList() {
     }
   }
   table_->resizeColumnsToContents();
+  fitRunsList();
   selectRuns(selected);
+}
+
+// The list gets the width its columns need (Recipe, Status and Final loss were hidden even at 1920 px),
+// up to two thirds of the tab; the plot takes the rest.
+void RunsPanel::fitRunsList() {
+  if (splitterMoved_) return;
+  int need = table_->verticalHeader()->isVisible() ? table_->verticalHeader()->width() : 0;
+  for (int c = 0; c < table_->columnCount(); ++c) need += table_->columnWidth(c);
+  need += 2 * table_->frameWidth() + table_->verticalScrollBar()->sizeHint().width() + 4;
+  const int total = std::max(width(), 600);
+  const int left = std::min(need, total * 2 / 3);
+  splitter_->setSizes({left, std::max(200, total - left)});
+}
+
+bool RunsPanel::runsColumnsInView() const {
+  int need = 0;
+  for (int c = 0; c < table_->columnCount(); ++c) need += table_->columnWidth(c);
+  return table_->viewport()->width() >= need;
+}
+
+void RunsPanel::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  fitRunsList();
 }
 
 QStringList RunsPanel::listedRuns() const {

@@ -12,6 +12,8 @@
 #include "RunHistory.h"
 
 class QLabel;
+class QResizeEvent;
+class QSplitter;
 class QTableWidget;
 
 namespace tb::ui {
@@ -36,6 +38,8 @@ class RunsPanel : public QWidget {
   QStringList listedRuns() const;  // run folders, in the table's order
   const QVector<RunLog>& listedLogs() const { return listed_; }
   QTableWidget* runsTable() const { return table_; }
+  // Whether every column of the runs list is in view (the splitter gives the list the width it needs).
+  bool runsColumnsInView() const;
   void selectRuns(const QStringList& folders);
 
   QStringList recentRuns() const { return recent_; }
@@ -46,13 +50,19 @@ class RunsPanel : public QWidget {
   // setup, side by side; false with the reason when there is no such pair.
   bool compareEagerVsCompile(QString* error = nullptr);
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
+  void fitRunsList();
   void openDialog(bool overlay);
   void updateSummary();
   QStringList selectedRuns() const;
 
   LivePlot* plot_;
   QTableWidget* table_;
+  QSplitter* splitter_;
+  bool splitterMoved_ = false;  // the user's sizes win over fitting the table
   QTableWidget* summary_;
   QLabel* comparison_;
   QVector<RunLog> shown_;

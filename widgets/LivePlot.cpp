@@ -193,6 +193,14 @@ void LivePlot::clear() {
   plot_->clearItems();
   runs_.clear();
   followData_ = true;
+  // Empty panels show no range of the run before (a failed start left its axes up).
+  for (QCPAxisRect* rect : {lossRect_, tpsRect_, stepRect_, memRect_}) {
+    rect->axis(QCPAxis::atBottom)->setRange(0, 1);
+    if (rect == lossRect_ && logScale_)
+      rect->axis(QCPAxis::atLeft)->setRange(0.1, 10);
+    else
+      rect->axis(QCPAxis::atLeft)->setRange(0, 1);
+  }
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 

@@ -264,6 +264,9 @@ GgufExportResult export_gguf(const config::Config& cfg, const GgufExportOptions&
     modelfile.from = "./" + gguf.filename().string();
     for (int64_t id : loaded.tokenizer->stop_tokens()) modelfile.stop.push_back(loaded.tokenizer->id_to_token(id));
     if (chat_template) modelfile.system = default_system_prompt(*chat_template);
+    // Trained on the Alpaca format and no chat template: Ollama sends the instruction as that format.
+    if (!chat_template && cfg.get_string("dataset._component_", "").find("alpaca") != std::string::npos)
+      modelfile.prompt_template = alpaca_ollama_template();
     result.modelfile = (gguf.parent_path() / "Modelfile").string();
     checkpoint::write_file_atomic(result.modelfile, modelfile_text(modelfile));
   }

@@ -1,8 +1,9 @@
 #include "export/gguf_layout.h"
 
-#include "text/strings.h"
 #include <stdexcept>
 #include <utility>
+
+#include "text/strings.h"
 
 namespace tb::exporting {
 

@@ -1,7 +1,9 @@
 #include "export/ollama_modelfile.h"
 
-#include "text/strings.h"
 #include <stdexcept>
+
+#include "data/sft_datasets.h"
+#include "text/strings.h"
 
 namespace tb::exporting {
 
@@ -34,11 +36,18 @@ std::optional<std::string> default_system_prompt(const data::ChatTemplate& chat_
   return without.substr(prefix.size(), without.size() - prefix.size() - suffix.size());
 }
 
+std::string alpaca_ollama_template() {
+  // The instruction is the user's message; the response follows as the model writes it.
+  return data::alpaca_prompt("{{ .Prompt }}", "") + "{{ .Response }}";
+}
+
 std::string modelfile_text(const Modelfile& modelfile) {
   std::string out = "# Written by tunebench-cli export gguf --ollama; create the model with:\n"
                     "#   ollama create <name> -f Modelfile\n";
   out += "FROM " + modelfile.from + "\n";
   for (const auto& stop : modelfile.stop) out += "PARAMETER stop " + quoted(stop) + "\n";
+  if (modelfile.prompt_template && modelfile.prompt_template->find("\"\"\"") == std::string::npos)
+    out += "TEMPLATE \"\"\"" + *modelfile.prompt_template + "\"\"\"\n";
   if (modelfile.system) {
     if (modelfile.system->find("\"\"\"") == std::string::npos)
       out += "SYSTEM \"\"\"" + *modelfile.system + "\"\"\"\n";

@@ -83,17 +83,21 @@ void RunLogBuilder::add_line(const std::string& line, int line_no) {
   }
 }
 
+// What follows an `end` event is another invocation into the same folder: its compile and end events
+// replace the old ones.
+void RunLogBuilder::another_invocation() {
+  ended_ = false;
+  log_.compile_seconds = -1;
+  log_.end_status.clear();
+  log_.end_message.clear();
+}
+
 void RunLogBuilder::add(const LogLine& line) {
   const nlohmann::json& j = line.event;
   if (!line.step && !j.is_object()) return;
   if (!line.step) {
     const std::string event = j.value("event", "");
-    if (ended_ && event != "end") {  // another invocation into the same folder
-      ended_ = false;
-      log_.compile_seconds = -1;
-      log_.end_status.clear();
-      log_.end_message.clear();
-    }
+    if (ended_ && event != "end") another_invocation();
     if (event == "compile") {
       log_.compile_seconds = j.value("seconds", -1.0);
       log_.compiled = true;
@@ -114,11 +118,7 @@ void RunLogBuilder::add(const LogLine& line) {
     return;
   }
   const StepMetrics& m = *line.step;
-  if (ended_) {
-    ended_ = false;
-    log_.end_status.clear();
-    log_.end_message.clear();
-  }
+  if (ended_) another_invocation();
   if (m.step <= last_step_) {
     steps_.erase(std::remove_if(steps_.begin(), steps_.end(), [&](const auto& s) { return s.first >= m.step; }),
                  steps_.end());

@@ -65,6 +65,8 @@ class RunLogBuilder {
   RunLog result() const;
 
  private:
+  void another_invocation();
+
   RunLog log_;
   std::vector<std::pair<int64_t, StepMetrics>> steps_;
   std::vector<std::pair<int64_t, std::string>> checkpoints_;  // (step, path)

@@ -233,12 +233,14 @@ void TestCheckpointLayouts::cliOpensACheckpointFromAHubFolder() {
     for (const QStringList& args :
          {QStringList{"generate", "--checkpoint", ckpt, "--prompt", "Once", "--max-new-tokens", "3", "--temperature", "0"},
           QStringList{"eval", "--checkpoint", ckpt, "num_threads=1"},
-          QStringList{"export", "gguf", "--checkpoint", ckpt, "--output", out + "/cli.gguf", "--type", "f16"}}) {
+          QStringList{"export", "gguf", "--checkpoint", ckpt, "--output", out + "/cli.gguf", "--type", "f16", "--ollama"}}) {
       const auto [ok, said] = cliRun(args);
       QVERIFY2(ok, qPrintable(args.join(' ') + ": " + said));
       QVERIFY2(!said.contains("does not exist"), qPrintable(said));
     }
     QVERIFY(QFileInfo(out + "/cli.gguf").size() > 0);
+    // Not trained on the Alpaca format (synthetic tokens) and no chat template: no TEMPLATE (test_gguf has one).
+    QVERIFY(tbtest::read_file((out + "/Modelfile").toStdString()).find("TEMPLATE") == std::string::npos);
     // Neither flag, or both, is refused in one line.
     const auto [neither, why] = cliRun({"eval"});
     QVERIFY(!neither);

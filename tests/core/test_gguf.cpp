@@ -437,6 +437,18 @@ class TestGguf : public QObject {
     QVERIFY2(text.find("\nSYSTEM \"\"\"one\ntwo\"\"\"\n") != std::string::npos, text.c_str());
     const std::string bad = tb::exporting::modelfile_text({"./m.gguf", {}, std::string("a \"\"\" b")});
     QVERIFY2(bad.find("SYSTEM") == std::string::npos || bad.find("\nSYSTEM") == std::string::npos, bad.c_str());
+
+    // A model trained on alpaca_dataset, without a chat template: Ollama gets the Alpaca format as TEMPLATE.
+    const std::string alpaca = path("ollama-alpaca/tiny.gguf");
+    std::filesystem::create_directories(path("ollama-alpaca"));
+    const auto a = tbtest::run_process(cli_, {"export", "gguf", "--config", "tiny/full_single_device", "--output",
+                                              QString::fromStdString(alpaca), "--type", "f16", "--ollama"});
+    QVERIFY2(a.code == 0, qPrintable(a.err));
+    const std::string alpaca_file = tbtest::read_file(path("ollama-alpaca/Modelfile"));
+    QVERIFY2(alpaca_file.find("\nTEMPLATE \"\"\"Below is an instruction that describes a task.") != std::string::npos &&
+                 alpaca_file.find("### Instruction:\n{{ .Prompt }}\n\n### Response:\n{{ .Response }}\"\"\"\n") !=
+                     std::string::npos,
+             alpaca_file.c_str());
   }
 
   // A tokenizer.json that is not byte-level (Gemma's style) is written from the tokenizer.model beside it;

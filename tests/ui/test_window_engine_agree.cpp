@@ -10,8 +10,10 @@
 #include <QDoubleSpinBox>
 #include <QProcess>
 #include <QSettings>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 
+#include "ChatPanel.h"
 #include "CheckpointsPanel.h"
 #include "ConfigDocument.h"
 #include "MainWindow.h"
@@ -128,6 +130,16 @@ class TestWindowEngineAgree : public QObject {
     QVERIFY2(w->reloadCheckpoint(*w->checkpointsPanel()->selected(), &error), qPrintable(error));
     QVERIFY(w->controller()->waitUntilFinished(tbtest::kRunTimeoutMs));
     QCOMPARE(w->controller()->state(), RunState::Completed);
+
+    // Chat: a checkpoint chosen by hand is offered again after a restart; a pane names what it will load.
+    const QString chosen = QDir(out.path()).absoluteFilePath("elsewhere");
+    QVERIFY(QDir().rename(QFileInfo(w->controller()->outputDir()).absoluteFilePath() + "/epoch_1", chosen));
+    QVERIFY2(w->chatPanel()->chooseCheckpoint(chosen, &error), qPrintable(error));
+    auto again = window();
+    QVERIFY(again->chatPanel()->sourceBox()->findData(chosen) >= 0);
+    again->chatPanel()->sourceBox()->setCurrentIndex(0);
+    again->document()->setModelPreset("llama2_7b");
+    QVERIFY2(again->chatPanel()->paneTitle(0).contains("llama2_7b"), qPrintable(again->chatPanel()->paneTitle(0)));
   }
 
   // Small things: LoRA alpha as written, the tokens tile says what it counts, About counts in words.
@@ -138,6 +150,35 @@ class TestWindowEngineAgree : public QObject {
     for (tb::ui::MetricTile* tile : w->findChildren<tb::ui::MetricTile*>())
       if (tile->caption().contains("tokens")) QCOMPARE(tile->caption(), QString("trained tokens / s"));
     QVERIFY2(!w->aboutText().contains(" 1 threads") && !w->aboutText().contains(" 1 cores"), qPrintable(w->aboutText()));
+    // A misspelled batch_size is shown as missing, not as batch size 1.
+    QVERIFY(!w->setupPanel()->batchSizeBox()->property("missingKey").toBool());
+    QString text = w->document()->text();  // misspelled in the Config tab's editor
+    QVERIFY(text.contains("\nbatch_size:"));
+    text.replace("\nbatch_size:", "\nbatchsize:");
+    w->document()->setText(text, tb::ui::ConfigDocument::Origin::Text);
+    QVERIFY(w->setupPanel()->batchSizeBox()->property("missingKey").toBool());
+    QVERIFY2(w->setupPanel()->batchSizeBox()->toolTip().startsWith("Not set in the config"),
+             qPrintable(w->setupPanel()->batchSizeBox()->toolTip()));
+    // Start lists every problem, with its count in words.
+    QString error;
+    QVERIFY(!w->startRun(&error));
+    QVERIFY2(error.startsWith("The config has") && error.contains("batchsize") && !error.contains("problem(s)"),
+             qPrintable(error));
+  }
+
+  // A dataset the preview could not read is refused at Start with the preview's message; the plots of the
+  // run before do not keep their axes.
+  void startRefusesADatasetThePreviewMarkedBroken() {
+    QTemporaryDir dir;
+    writeFile(dir.filePath("broken.json"), "[\n  {\"instruction\": \"a\", \"output\": \"b\"},\n  {\"instruction\": \n");
+    auto w = window();
+    QSignalSpy ready(w->setupPanel(), &tb::ui::RunSetupPanel::previewReady);
+    w->document()->setScalar("dataset.data_files", dir.filePath("broken.json"));
+    QTRY_VERIFY_WITH_TIMEOUT(!w->setupPanel()->datasetProblem().isEmpty(), 60000);
+    QString error;
+    QVERIFY(!w->startRun(&error));
+    QVERIFY2(error.startsWith("The dataset cannot be read") && error.contains("broken.json"), qPrintable(error));
+    QCOMPARE(w->controller()->state(), RunState::Idle);
   }
 
   // `tunebench --help` answers without a display.
