@@ -160,7 +160,10 @@ void ConfigEditorPanel::validateNow() {
                       : QString("<span style='color:#c62828'>%1 problem%2</span>")
                             .arg(problemTexts_.size())
                             .arg(problemTexts_.size() == 1 ? "" : "s"));
+  const bool opening = !ok && problems_->isHidden();
   problems_->setVisible(!ok);
+  // The problems panel takes height from the editor: the line being edited stays in view.
+  if (opening) QTimer::singleShot(0, editor_, [editor = editor_] { editor->ensureCursorVisible(); });
   QString note;
   const QString cli = doc_->cliCommand(&note);
   command_->setText(note.isEmpty() ? cli : cli + "\n(" + note + ")");

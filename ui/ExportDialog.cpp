@@ -9,6 +9,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QSettings>
 #include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
@@ -36,7 +37,8 @@ ExportDialog::ExportDialog(const QString& checkpoint, bool isLora, QWidget* pare
       close_(new QPushButton("Close", this)) {
   setWindowTitle("Export " + QFileInfo(checkpoint).fileName() + " as GGUF");
   for (const auto& t : tb::exporting::file_types()) type_->addItem(QString::fromLatin1(t.name));
-  type_->setCurrentText("q4_k_m");
+  // The type chosen last time (remembered), else q4_k_m.
+  type_->setCurrentText(QSettings().value("export/type", "q4_k_m").toString());
   type_->setToolTip("f32/f16/bf16: unquantized; q8_0 ~1.06 bytes/weight; q6_k, q5_k_m, q4_k_m, q4_0: smaller, "
                     "a little less exact (llama.cpp's own mixes)");
   adapterOnly_->setEnabled(isLora);
@@ -71,7 +73,10 @@ ExportDialog::ExportDialog(const QString& checkpoint, bool isLora, QWidget* pare
   resize(720, sizeHint().height());
 
   suggestDestination();
-  connect(type_, &QComboBox::currentTextChanged, this, [this] { suggestDestination(); });
+  connect(type_, &QComboBox::currentTextChanged, this, [this](const QString& type) {
+    QSettings().setValue("export/type", type);
+    suggestDestination();
+  });
   connect(adapterOnly_, &QCheckBox::toggled, this, [this](bool on) {
     if (on) {
       ollama_->setChecked(false);
@@ -108,6 +113,9 @@ void ExportDialog::suggestDestination() {
     const QString suffix = adapterOnly_->isChecked() ? "-lora-" : "-";
     destination_->setText(QDir(ck.absolutePath()).filePath(run + "-" + ck.fileName() + suffix + type_->currentText() + ".gguf"));
   }
+  // A long path shows its end (the file's name); the whole of it is in the tooltip.
+  destination_->setCursorPosition(int(destination_->text().size()));
+  destination_->setToolTip(destination_->text());
   updateCommand();
 }
 
@@ -122,7 +130,10 @@ QString ExportDialog::command() const {
   return cmd;
 }
 
-void ExportDialog::updateCommand() { command_->setText(command()); }
+void ExportDialog::updateCommand() {
+  command_->setText(command());
+  command_->setToolTip(command_->text());
+}
 
 void ExportDialog::startExport() {
   if (running_) return;

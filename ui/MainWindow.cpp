@@ -639,7 +639,10 @@ void MainWindow::onEvent(const RunEvent& e) {
   } else if (e.kind == "checkpoint") {
     checkpoints_->refresh();
     chat_->setOutputDir(controller_->outputDir());
-    statusBar()->showMessage("Checkpoint saved: " + e.path, 8000);
+    // The folder's name (its whole path is in the Checkpoints tab): a long path ran into the machine line.
+    statusBar()->showMessage("Checkpoint saved: " + QFileInfo(e.path).fileName() + " of " +
+                                 QFileInfo(QFileInfo(e.path).absolutePath()).fileName(),
+                             8000);
   }
 }
 

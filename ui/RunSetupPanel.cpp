@@ -190,10 +190,10 @@ void RunSetupPanel::buildUi() {
   runName_->setPlaceholderText("automatic: recipe-eager|compile-time");
   runName_->setToolTip("The next run's folder inside the output folder. Empty: <recipe>-<eager|compile>-<date-time>, "
                        "so runs never mix. A folder that already holds a run is asked about before it is reused.");
-  runsPath_ = new QLabel(this);
-  runsPath_->setObjectName("runsPathLabel");
-  runsPath_->setWordWrap(true);
-  runsPath_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  // The full path, readable and copyable whatever the dock's width (a label cut it off).
+  runsPath_ = new QLineEdit(this);
+  runsPath_->setObjectName("runsPath");
+  runsPath_->setReadOnly(true);
   runsPath_->setToolTip("Where the runs go: an absolute output folder as it is, a relative one (as the bundled "
                         "configs have) under your data folder");
   auto* openOutput = new QPushButton("Open", this);
@@ -254,7 +254,7 @@ void RunSetupPanel::buildUi() {
   auto* pathRow = new QHBoxLayout;
   pathRow->addWidget(runsPath_, 1);
   pathRow->addWidget(openOutput);
-  hyper->addRow("", pathRow);
+  hyper->addRow("Runs go to", pathRow);
   hyper->addRow("Run name", runName_);
 
   auto* guard = new WheelGuard(this);
@@ -394,7 +394,8 @@ void RunSetupPanel::refreshFromDocument() {
   loraAlpha_->setEnabled(lora);
   if (!lr_->hasFocus()) lr_->setText(doc_->scalar("optimizer.lr"));
   if (!outputDir_->hasFocus()) outputDir_->setText(doc_->scalar("output_dir"));
-  runsPath_->setText("Runs go to " + runsFolder());
+  runsPath_->setText(runsFolder());
+  runsPath_->setCursorPosition(0);
   fillDatasetCombo();
   refreshing_ = false;
 }

@@ -61,7 +61,7 @@ class RunSetupPanel : public QWidget {
   // Why the dataset preview could not tokenize the dataset of this (valid) setup; empty when it could, or
   // while it is being read. Start refuses a setup whose preview says this.
   QString datasetProblem() const { return datasetProblem_; }
-  QLabel* runsPathLabel() const { return runsPath_; }
+  QLineEdit* runsPathField() const { return runsPath_; }
   QTextBrowser* previewView() const { return preview_; }
 
  Q_SIGNALS:
@@ -98,7 +98,7 @@ class RunSetupPanel : public QWidget {
   QDoubleSpinBox* loraAlpha_;
   QSpinBox* threads_;
   QLineEdit* outputDir_;
-  QLabel* runsPath_;
+  QLineEdit* runsPath_;
   QString datasetProblem_;
   QLineEdit* runName_;
   QTimer* previewTimer_ = nullptr;

@@ -74,8 +74,11 @@ RunsPanel::RunsPanel(QWidget* parent)
   table_->verticalHeader()->setVisible(false);
   table_->horizontalHeader()->setStretchLastSection(true);
   table_->setToolTip("Runs, newest first: double-click to show one; select several and Show to overlay them");
-  summary_->setHorizontalHeaderLabels({"Run", "Steps", "Final loss", "Median tok/s (steady)", "Median step (s)",
-                                       "Warm-up steps", "Compile warm-up (s)", "Status"});
+  summary_->setHorizontalHeaderLabels({"Run", "Steps", "Final loss", "tok/s", "Step (s)", "Warm-up steps", "Warm-up (s)",
+                                       "Status"});
+  summary_->horizontalHeaderItem(3)->setToolTip("Median trained tokens per second over the steady (post-warm-up) steps");
+  summary_->horizontalHeaderItem(4)->setToolTip("Median step time over the steady steps");
+  summary_->horizontalHeaderItem(6)->setToolTip("What the compile warm-up took");
   summary_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   summary_->verticalHeader()->setVisible(false);
   summary_->horizontalHeader()->setStretchLastSection(true);
@@ -183,7 +186,7 @@ void RunsPanel::fitRunsList() {
   if (splitterMoved_) return;
   int need = table_->verticalHeader()->isVisible() ? table_->verticalHeader()->width() : 0;
   for (int c = 0; c < table_->columnCount(); ++c) need += table_->columnWidth(c);
-  need += 2 * table_->frameWidth() + table_->verticalScrollBar()->sizeHint().width() + 4;
+  need += 2 * table_->frameWidth() + table_->verticalScrollBar()->sizeHint().width() + 12;
   const int total = std::max(width(), 600);
   const int left = std::min(need, total * 2 / 3);
   splitter_->setSizes({left, std::max(200, total - left)});
@@ -307,9 +310,14 @@ void RunsPanel::updateSummary() {
                                QString::number(log.warmupSteps()),
                                log.compileSeconds >= 0 ? QString::number(log.compileSeconds, 'f', 2) : "–",
                                runStatusText(log)};
-    for (int c = 0; c < cells.size(); ++c) summary_->setItem(row, c, new QTableWidgetItem(cells[c]));
+    for (int c = 0; c < cells.size(); ++c) {
+      auto* item = new QTableWidgetItem(cells[c]);
+      if (c == 0) item->setToolTip(cells[c]);
+      summary_->setItem(row, c, item);
+    }
   }
   summary_->resizeColumnsToContents();
+  summary_->setColumnWidth(0, std::min(summary_->columnWidth(0), 240));  // the folder names are long: elided
   comparison_->clear();
   if (shown_.size() != 2) return;
   // Compiled against eager whichever was picked first; two of a kind: the newer against the older.

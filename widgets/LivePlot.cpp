@@ -251,9 +251,8 @@ void LivePlot::setMemoryFloor(int r, double gib) {
   run.memoryFloorLine->point1->setCoords(0, gib);
   run.memoryFloorLine->point2->setCoords(1, gib);
   run.memoryFloorLabel->position->setCoords(0.02, gib);
-  run.memoryFloorLabel->setText(QString("%1weights + gradients + optimizer: %2 GiB")
-                                    .arg(runCount() > 1 ? run.label + ": " : QString())
-                                    .arg(gib, 0, 'f', gib < 1 ? 3 : 2));
+  // Short, in the run's colour: a run's name before it ran past the panel at 1024 px.
+  run.memoryFloorLabel->setText(QString("floor %1 GiB").arg(gib, 0, 'f', gib < 1 ? 3 : 2));
   if (followData_) rescale();
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
@@ -392,8 +391,8 @@ QString LivePlot::warmupAnnotation(int r) const {
   int steps = 0;
   for (const auto& s : run.history) steps += s.warmup ? 1 : 0;
   const double seconds = run.warmupEventSeconds >= 0 ? run.warmupEventSeconds : run.warmupStepSeconds;
-  return QString("%1compile warm-up: %2 s (%3 step%4)")
-      .arg(runCount() > 1 ? run.label + ": " : QString())
+  // In the run's own colour: with several runs its long folder name would run past the panel.
+  return QString("compile warm-up: %1 s (%2 step%3)")
       .arg(seconds, 0, 'f', seconds < 10 ? 2 : 1)
       .arg(steps)
       .arg(steps == 1 ? "" : "s");

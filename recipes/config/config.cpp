@@ -183,6 +183,23 @@ Diagnostic Config::where(const std::string& dotted, const std::string& message) 
   return d;
 }
 
+namespace {
+// yaml-cpp's words for the usual slips, with what to look for: a bad indentation said only "illegal map
+// value".
+std::string yaml_error_text(const std::string& message) {
+  std::string hint;
+  if (message == "illegal map value")
+    hint = "a second ': ' on one line (quote the value), or a line indented deeper than the key above it";
+  else if (message == "end of map not found" || message == "end of map flow not found")
+    hint = "a line indented differently from the keys beside it, or a '{' not closed";
+  else if (message == "end of sequence not found" || message == "end of sequence flow not found")
+    hint = "a list item indented differently from the others, or a '[' not closed";
+  else if (message.find("tab") != std::string::npos)
+    hint = "YAML indents with spaces, never tabs";
+  return "YAML syntax error: " + message + (hint.empty() ? std::string() : " (" + hint + ")");
+}
+}  // namespace
+
 LoadResult load_text(const std::string& text, const std::string& display_name, const LoadOptions& options) {
   LoadResult result;
   std::vector<Diagnostic>& diags = result.diagnostics;
@@ -191,7 +208,7 @@ LoadResult load_text(const std::string& text, const std::string& display_name, c
     try {
       yaml.reset(YAML::Load(text));
     } catch (const YAML::Exception& e) {
-      diags.push_back({display_name, e.mark.line + 1, e.mark.column + 1, "", "YAML syntax error: " + e.msg});
+      diags.push_back({display_name, e.mark.line + 1, e.mark.column + 1, "", yaml_error_text(e.msg)});
       return result;
     }
     if (!yaml.IsDefined() || yaml.IsNull()) {

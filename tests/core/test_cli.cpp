@@ -160,7 +160,7 @@ class TestCli : public QObject {
   void validateSyntaxError() {
     Result r = run({"validate", fixture("errors_syntax.yaml")});
     QCOMPARE(r.code, 1);
-    QCOMPARE(r.err, fixture("errors_syntax.yaml") + ":4:10: YAML syntax error: illegal map value\n");
+    QCOMPARE(r.err, fixture("errors_syntax.yaml") + ":4:10: YAML syntax error: illegal map value (a second ': ' on one line (quote the value), or a line indented deeper than the key above it)\n");
   }
 
   void validateMissingFile() {

@@ -67,7 +67,9 @@ class TestConfigErrors : public QObject {
     QTest::addColumn<QString>("file");
     QTest::addColumn<QStringList>("expected");  // "line:col: message", in file order
 
-    QTest::newRow("yaml syntax") << "errors_syntax.yaml" << QStringList{"4:10: YAML syntax error: illegal map value"};
+    QTest::newRow("yaml syntax") << "errors_syntax.yaml" << QStringList{
+        "4:10: YAML syntax error: illegal map value (a second ': ' on one line (quote the value), or a line indented "
+        "deeper than the key above it)"};
 
     QTest::newRow("top level not a map")
         << "errors_not_map.yaml"

@@ -41,12 +41,13 @@ int main(int argc, char** argv) {
     for (const auto& [name, run] : tests) std::fprintf(stderr, "  %s\n", name.c_str());
     return 2;
   }
-  // Nothing a test runs writes to the user's caches or data: the compile plan cache and the window's runs
-  // folder live in folders of this process, also for the programs it starts. A test may point them elsewhere.
-  QTemporaryDir cache, data;
-  if (!cache.isValid() || !data.isValid() || !qputenv("XDG_CACHE_HOME", cache.path().toUtf8()) ||
-      !qputenv("XDG_DATA_HOME", data.path().toUtf8())) {
-    std::fprintf(stderr, "cannot make cache and data folders for the test\n");
+  // Nothing a test runs writes to the user's caches, data or settings: the compile plan cache, the window's
+  // runs folder and its settings live in folders of this process, also for the programs it starts. A test
+  // may point them elsewhere.
+  QTemporaryDir cache, data, config;
+  if (!cache.isValid() || !data.isValid() || !config.isValid() || !qputenv("XDG_CACHE_HOME", cache.path().toUtf8()) ||
+      !qputenv("XDG_DATA_HOME", data.path().toUtf8()) || !qputenv("XDG_CONFIG_HOME", config.path().toUtf8())) {
+    std::fprintf(stderr, "cannot make cache, data and settings folders for the test\n");
     return 2;
   }
   // The test sees its own name as the program and the rest as its arguments.

@@ -55,6 +55,12 @@ class TestExportDialog : public QObject {
     dialog->ollama()->setChecked(true);
     const QString file = dialog->destination()->text();
     QVERIFY2(file.endsWith("-epoch_0-q8_0.gguf"), qPrintable(file));
+    QCOMPARE(dialog->destination()->cursorPosition(), int(file.size()));  // the file's name in view
+    {  // the type is remembered for the next export
+      std::unique_ptr<tb::ui::ExportDialog> next(panel.openExport());
+      next->setAttribute(Qt::WA_DeleteOnClose, false);
+      QCOMPARE(next->typeBox()->currentText(), QString("q8_0"));
+    }
     const QString command = dialog->commandLine()->text();
     QVERIFY2(command.startsWith("tunebench-cli export gguf --checkpoint ") && command.contains("--type q8_0") &&
                  command.contains("--ollama") && command.contains(file),

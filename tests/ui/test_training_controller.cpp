@@ -275,13 +275,21 @@ class TestTrainingController : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(controller.isHeld(), kStepTimeoutMs);
     QCoreApplication::processEvents();  // the landed step's queued signal
     const int held = int(steps.count());
-    QTest::qWait(500);
+    QElapsedTimer paused;
+    paused.start();
+    QTest::qWait(3000);
     QCOMPARE(int(steps.count()), held);
     QVERIFY(controller.isHeld());
+    const double pausedSeconds = double(paused.elapsed()) / 1000.0;
     controller.resume();
     QCOMPARE(controller.state(), RunState::Running);
     QVERIFY(steps.wait(kStepTimeoutMs));
     QVERIFY(steps.count() > held);
+    // The time paused is not the step's: the first step after it is timed from the resume (a step that
+    // counted the pause would take at least the pause).
+    const auto after = steps.at(held).at(0).value<tb::training::StepMetrics>();
+    QVERIFY2(after.step_time_s < pausedSeconds,
+             qPrintable(QString("step %1 took %2 s after a %3 s pause").arg(after.step).arg(after.step_time_s).arg(pausedSeconds)));
     controller.stop(false);
     QVERIFY(controller.waitUntilFinished(kStepTimeoutMs));
     QCOMPARE(controller.state(), RunState::Stopped);
