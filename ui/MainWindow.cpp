@@ -49,6 +49,7 @@
 #include "config/overrides.h"
 #include "config/schema.h"
 #include "qcp.h"
+#include "training/run_log.h"
 
 namespace tb::ui {
 
@@ -373,13 +374,23 @@ void MainWindow::updateCompileTile() {
     const double ratio = runCompiled_ ? live / other : other / live;
     const int steps = runCompiled_ ? warmupSteps_ : twin.warmupSteps();
     const double seconds = runCompiled_ ? compileSeconds_ : twin.compileSeconds;
+    // How noisy each run was (a loaded machine made one eager run's steps 11 s): the ratio is only as good
+    // as that.
+    const double liveSpread = tb::training::relative_spread(steadyTokensPerSecond_);
+    const double twinSpread = tb::training::relative_spread(tb::training::steady_tokens_per_second(twin.steps));
+    const int noise = int(std::lround(100 * std::max(liveSpread, twinSpread)));
     compileTile_->setValue(QString("%1x eager").arg(ratio, 0, 'f', 2));
-    compileTile_->setDetail(QString("warm-up %1 (%2 step%3)")
+    compileTile_->setDetail(QString("warm-up %1 (%2 step%3) · noise ±%4%")
                                 .arg(seconds >= 0 ? QString::number(seconds, 'f', 1) + " s" : QString("–"))
                                 .arg(steps)
-                                .arg(steps == 1 ? "" : "s"));
-    compileTile_->setToolTip(QString("Median steady tokens/s of this %1 run against %2 (%3)")
-                                 .arg(runCompiled_ ? "compiled" : "eager", twin.folder(), twin.compiled ? "compiled" : "eager"));
+                                .arg(steps == 1 ? "" : "s")
+                                .arg(noise));
+    compileTile_->setToolTip(QString("Median steady tokens/s of this %1 run against %2 (%3). Noise: the spread "
+                                     "(interquartile range over median) of each run's steady tokens/s, %4% here "
+                                     "and %5% there; a ratio within it is not a difference.")
+                                 .arg(runCompiled_ ? "compiled" : "eager", twin.folder(), twin.compiled ? "compiled" : "eager")
+                                 .arg(int(std::lround(100 * liveSpread)))
+                                 .arg(int(std::lround(100 * twinSpread))));
     compileTile_->setVisible(true);
     return;
   }

@@ -65,6 +65,7 @@ bool MetricTile::valueFits() const {
 QString MetricTile::value() const { return value_->text(); }
 void MetricTile::setCaption(const QString& caption) { caption_->setText(caption); }
 QString MetricTile::caption() const { return caption_->text(); }
+QString MetricTile::detail() const { return detail_->text(); }
 
 void MetricTile::setDetail(const QString& detail) {
   detail_->setText(detail);

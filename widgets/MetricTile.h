@@ -17,6 +17,7 @@ class MetricTile : public QFrame {
   QString value() const;
   void setCaption(const QString& caption);
   QString caption() const;
+  QString detail() const;
   // Shown under the caption in a smaller font, e.g. "steady steps only".
   void setDetail(const QString& detail);
   // Whether the whole value is visible at the tile's current width.

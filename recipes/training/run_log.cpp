@@ -58,6 +58,27 @@ int warmup_steps(const std::vector<StepMetrics>& steps) {
 double median_steady_tokens_per_second(const std::vector<StepMetrics>& steps) {
   return median_of_steady(steps, [](const StepMetrics& s) { return s.tokens_per_second; });
 }
+std::vector<double> steady_tokens_per_second(const std::vector<StepMetrics>& steps) {
+  std::vector<double> v;
+  for (const auto& s : steps)
+    if (s.phase == Phase::Steady) v.push_back(s.tokens_per_second);
+  return v;
+}
+
+double relative_spread(std::vector<double> values) {
+  if (values.size() < 4) return 0;
+  std::sort(values.begin(), values.end());
+  // Quartiles by linear interpolation between order statistics (numpy's default).
+  auto quantile = [&](double q) {
+    const double at = q * double(values.size() - 1);
+    const size_t lo = static_cast<size_t>(at);
+    const double frac = at - double(lo);
+    return lo + 1 < values.size() ? values[lo] + frac * (values[lo + 1] - values[lo]) : values[lo];
+  };
+  const double mid = quantile(0.5);
+  return mid > 0 ? (quantile(0.75) - quantile(0.25)) / mid : 0;
+}
+
 double median_steady_step_seconds(const std::vector<StepMetrics>& steps) {
   return median_of_steady(steps, [](const StepMetrics& s) { return s.step_time_s; });
 }

@@ -53,6 +53,10 @@ int warmup_steps(const std::vector<StepMetrics>& steps);
 double median_steady_tokens_per_second(const std::vector<StepMetrics>& steps);  // 0 when no step is steady
 double median_steady_step_seconds(const std::vector<StepMetrics>& steps);
 double peak_memory_gib(const std::vector<StepMetrics>& steps);                  // 0 when none was measured
+// How noisy a run's speed was: the interquartile range of `values` over their median (0.1: the middle half
+// of the steps lie within 10% of the median's width); 0 with fewer than 4 values.
+double relative_spread(std::vector<double> values);
+std::vector<double> steady_tokens_per_second(const std::vector<StepMetrics>& steps);
 
 // Folds lines into a RunLog one at a time, as they are read or as a running run writes them.
 class RunLogBuilder {

@@ -20,6 +20,7 @@
 #include "config/user_dirs.h"
 #include "text/json_file.h"
 #include "training/output_lock.h"
+#include "training/run_log.h"
 
 namespace fs = std::filesystem;
 using namespace tb;
@@ -134,6 +135,17 @@ class TestRunFiles : public QObject {
     QCOMPARE(over.threads, int64_t(std::max(1, cores / 2)));
     QVERIFY2(over.note.find("2 processes on " + std::to_string(cores) + " cores") != std::string::npos, over.note.c_str());
     QCOMPARE(config::worker_threads(4, 4 * cores).threads, int64_t(1));  // never 0
+  }
+
+  // The compile tile's noise: the interquartile range over the median, quartiles as numpy interpolates them.
+  void aRunsSpeedNoiseIsItsRelativeSpread() {
+    QCOMPARE(training::relative_spread({5, 1, 4, 2, 3}), 2.0 / 3.0);  // q25 2, median 3, q75 4
+    QCOMPARE(training::relative_spread({10, 10, 10, 10}), 0.0);
+    QCOMPARE(training::relative_spread({1, 2, 3}), 0.0);  // too few to say
+    std::vector<training::StepMetrics> steps(3);
+    steps[0].phase = training::Phase::Warmup, steps[0].tokens_per_second = 1;
+    steps[1].tokens_per_second = 100, steps[2].tokens_per_second = 120;
+    QCOMPARE(training::steady_tokens_per_second(steps), (std::vector<double>{100, 120}));
   }
 
   void aJsonFileThatCannotBeReadIsSaidOneWay() {

@@ -175,6 +175,9 @@ class TestWindowUx : public QObject {
     QVERIFY2(QFileInfo(compiled).fileName().startsWith("full-compile-"), qPrintable(compiled));
     QVERIFY(QFileInfo(tb::ui::metricsFileOf(eager)).isFile() && QFileInfo(tb::ui::metricsFileOf(compiled)).isFile());
     QVERIFY2(w->compileTileText().endsWith("x eager"), qPrintable(w->compileTileText()));
+    for (tb::ui::MetricTile* tile : w->findChildren<tb::ui::MetricTile*>())  // how noisy the two runs were
+      if (tile->caption() == "compile vs eager")
+        QVERIFY2(QRegularExpression(R"(noise ±\d+%$)").match(tile->detail()).hasMatch(), qPrintable(tile->detail()));
 
     tb::ui::RunsPanel* runs = w->runsPanel();
     const QStringList order = runs->listedRuns();
