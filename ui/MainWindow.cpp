@@ -101,6 +101,9 @@ MainWindow::MainWindow(const StartupOptions& options, QWidget* parent)
   updateTitle();
   if (!startupMessage_.isEmpty()) statusBar()->showMessage(startupMessage_);
 
+  // --screenshot alone: the window as it opens (before any run), then quit.
+  if (!options_.screenshot.isEmpty() && !options_.autostart)
+    QTimer::singleShot(500, this, [this] { takeScreenshotsAndQuit(0); });
   if (options_.autostart) {
     QTimer::singleShot(0, this, [this] {
       QString error;

@@ -83,6 +83,11 @@ LivePlot::LivePlot(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(thi
   plot_->plotLayout()->addElement(0, 0, legendRow);
   plot_->plotLayout()->addElement(1, 0, panels);
   legendRow->addElement(0, 0, plot_->legend);
+  // An empty legend (before the first run) says its row may be only its margins wide, and the layout
+  // gives that to the whole column: the panels were squeezed into a corner. A spacer that may grow lets them
+  // take the width.
+  legendRow->addElement(0, 1, new QCPLayoutElement(plot_));
+  legendRow->setColumnStretchFactor(1, 0.001);
   legendRow->setMargins(QMargins(0, 0, 0, 0));
   plot_->plotLayout()->setRowStretchFactor(0, 0.001);
   plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);

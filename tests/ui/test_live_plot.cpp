@@ -26,6 +26,25 @@ class TestLivePlot : public QObject {
   Q_OBJECT
 
  private Q_SLOTS:
+  // Before the first run (an empty legend) the four panels share the plot's width, not a corner of it.
+  void emptyPanelsFillThePlot() {
+    tb::ui::LivePlot plot;
+    plot.resize(1000, 600);
+    plot.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&plot));
+    plot.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    const int width = plot.plot()->width();
+    for (QCPAxisRect* rect : plot.plot()->axisRects())
+      QVERIFY2(rect->outerRect().width() > width / 3, qPrintable(QString("a panel %1 px wide of %2").arg(rect->outerRect().width()).arg(width)));
+    // And once a run is cleared away again.
+    const int run = plot.addRun("eager");
+    plot.append(run, {{1, 3.0, 10, 5.0, 0.1, false}});
+    plot.drainNow();
+    plot.clear();
+    plot.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    for (QCPAxisRect* rect : plot.plot()->axisRects()) QVERIFY(rect->outerRect().width() > width / 3);
+  }
+
   void drainCoalescesManyPointsIntoOneReplot() {
     LivePlot plot;
     plot.resize(900, 600);
