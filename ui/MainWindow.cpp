@@ -16,6 +16,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QProgressBar>
+#include <QResizeEvent>
 #include <QScrollArea>
 #include <QSettings>
 #include <QSpinBox>
@@ -95,7 +96,7 @@ MainWindow::MainWindow(const StartupOptions& options, QWidget* parent)
   chat_->setOutputDir(newest);
   connect(doc_, &ConfigDocument::changed, this, [this] {
     if (!controller_->isActive()) runs_->setRunsRoot(runsFolder());
-    hardwareLabel_->setText(hardwareText());
+    updateHardwareLabel();
   });
   onState(RunState::Idle, {});
   updateTitle();
@@ -237,10 +238,9 @@ void MainWindow::buildUi() {
   etaLabel_ = new QLabel("ETA –", this);
   etaLabel_->setMinimumWidth(110);
   stateLabel_ = new QLabel(this);
-  hardwareLabel_ = new QLabel(hardwareText(), this);
-  hardwareLabel_->setToolTip("Cores, the threads training uses, the instruction sets the kernels picked, and memory "
-                             "(Help > About has the versions)");
+  hardwareLabel_ = new QLabel(this);
   statusBar()->addPermanentWidget(hardwareLabel_);
+  updateHardwareLabel();
   statusBar()->addPermanentWidget(stateLabel_);
   resize(1360, 860);
 }
@@ -759,6 +759,21 @@ void MainWindow::askChatForScreenshot() {
   connect(chat_, &ChatPanel::repliesFinished, &loop, &QEventLoop::quit);
   QTimer::singleShot(120000, &loop, &QEventLoop::quit);
   if (chat_->send(options_.chatPrompt)) loop.exec();
+}
+
+// The machine line takes at most 45% of the status bar, elided (whole in its tooltip): the messages on the
+// left ran into it in a 1024 px window.
+void MainWindow::updateHardwareLabel() {
+  const QString full = hardwareText();
+  const int room = std::max(120, width() * 45 / 100);
+  hardwareLabel_->setText(hardwareLabel_->fontMetrics().elidedText(full, Qt::ElideRight, room));
+  hardwareLabel_->setToolTip(full + "\nCores, the threads training uses, the instruction sets the kernels picked, and "
+                                    "memory (Help > About has the versions)");
+}
+
+void MainWindow::resizeEvent(QResizeEvent* event) {
+  QMainWindow::resizeEvent(event);
+  if (hardwareLabel_) updateHardwareLabel();
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -98,6 +98,7 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void buildUi();
@@ -113,6 +114,7 @@ class MainWindow : public QMainWindow {
   void onState(RunState state, const QString& message);
   void onFinished(const RunOutcome& outcome);
   void updateTitle();
+  void updateHardwareLabel();
   void updateCompileTile();
   bool memoryAllowsStart(QString* error);
   void setBanner(const QString& html);
@@ -145,7 +147,7 @@ class MainWindow : public QMainWindow {
   QProgressBar* progress_;
   QLabel* etaLabel_;
   QLabel* stateLabel_;
-  QLabel* hardwareLabel_;
+  QLabel* hardwareLabel_ = nullptr;
   // The live run, for the compile tile: its setup key, mode, steady tokens/s, warm-up.
   QString runSetup_;
   bool runCompiled_ = false;

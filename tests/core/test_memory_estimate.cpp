@@ -7,48 +7,29 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "tiny_args.h"
 #include "training/memory_estimate.h"
 
 using namespace tb::training;
-
-namespace {
-
-tb::models::ModelArgs tiny() {
-  tb::models::ModelArgs a;
-  a.vocab_size = 512;
-  a.num_layers = 2;
-  a.num_heads = 4;
-  a.num_kv_heads = 2;
-  a.embed_dim = 64;
-  a.intermediate_dim = 128;
-  a.max_seq_len = 128;
-  a.tie_word_embeddings = false;
-  return a;
-}
-// By hand: per layer q 64*64 + k 64*32 + v 64*32 + o 64*64 = 12288, mlp 3*64*128 = 24576, two norms 128
-// -> 36992; x2 layers = 73984; embedding 32768 + output 32768 + final norm 64.
-constexpr int64_t kTinyParams = 139584;
-
-}  // namespace
 
 class TestMemoryEstimate : public QObject {
   Q_OBJECT
 
  private Q_SLOTS:
   void estimatesFullFineTune() {
-    QCOMPARE(tiny().parameter_count(), kTinyParams);
-    const auto e = estimate_memory(tiny(), Adapters::None, "fp32", {}, 1, 16);
-    QCOMPARE(e.total_params, kTinyParams);
-    QCOMPARE(e.trainable_params, kTinyParams);
-    QCOMPARE(e.weight_bytes, 4.0 * kTinyParams);
-    QCOMPARE(e.gradient_bytes, 4.0 * kTinyParams);
-    QCOMPARE(e.optimizer_bytes, 8.0 * kTinyParams);  // AdamW: exp_avg and exp_avg_sq
-    const auto bf16 = estimate_memory(tiny(), Adapters::None, "bf16", {}, 1, 16);
-    QCOMPARE(bf16.weight_bytes + bf16.gradient_bytes + bf16.optimizer_bytes, 8.0 * kTinyParams);
+    QCOMPARE(tbtest::tiny_args().parameter_count(), tbtest::kTinyArgsParams);
+    const auto e = estimate_memory(tbtest::tiny_args(), Adapters::None, "fp32", {}, 1, 16);
+    QCOMPARE(e.total_params, tbtest::kTinyArgsParams);
+    QCOMPARE(e.trainable_params, tbtest::kTinyArgsParams);
+    QCOMPARE(e.weight_bytes, 4.0 * tbtest::kTinyArgsParams);
+    QCOMPARE(e.gradient_bytes, 4.0 * tbtest::kTinyArgsParams);
+    QCOMPARE(e.optimizer_bytes, 8.0 * tbtest::kTinyArgsParams);  // AdamW: exp_avg and exp_avg_sq
+    const auto bf16 = estimate_memory(tbtest::tiny_args(), Adapters::None, "bf16", {}, 1, 16);
+    QCOMPARE(bf16.weight_bytes + bf16.gradient_bytes + bf16.optimizer_bytes, 8.0 * tbtest::kTinyArgsParams);
     // optimizer_in_bwd: one gradient at a time, the largest (the 512 x 64 embedding).
     const YAML::Node doc = YAML::Load("optimizer_in_bwd: True\n");
     QVERIFY(optimizer_states_of(doc).in_backward);
-    const auto in_bwd = estimate_memory(tiny(), Adapters::None, "fp32", {}, 1, 16, optimizer_states_of(doc));
+    const auto in_bwd = estimate_memory(tbtest::tiny_args(), Adapters::None, "fp32", {}, 1, 16, optimizer_states_of(doc));
     QCOMPARE(in_bwd.gradient_bytes, 4.0 * 512 * 64);
     QVERIFY(in_bwd.gradients_one_at_a_time);
   }
@@ -60,12 +41,12 @@ class TestMemoryEstimate : public QObject {
     // in 512 blocks; below: k and v 2048 per layer and five norms of 64 -> 8512 elements.
     const double expected = 2.0 * 131072 + 8.0 * 512 + 8.0 * 8512;
     for (const char* dtype : {"fp32", "bf16"}) {
-      const auto e = estimate_memory(tiny(), Adapters::None, dtype, {}, 1, 16, {true, 4096});
+      const auto e = estimate_memory(tbtest::tiny_args(), Adapters::None, dtype, {}, 1, 16, {true, 4096});
       QCOMPARE(e.optimizer_bytes, expected);
       QVERIFY(e.eight_bit_optimizer);
     }
-    QCOMPARE(estimate_memory(tiny(), Adapters::None, "fp32", {}, 1, 16, {true, 0}).optimizer_bytes,
-             2.0 * kTinyParams + 8.0 * (2 * 128 + 2 * (16 + 8 + 8 + 16 + 3 * 32 + 1 + 1) + 1));
+    QCOMPARE(estimate_memory(tbtest::tiny_args(), Adapters::None, "fp32", {}, 1, 16, {true, 0}).optimizer_bytes,
+             2.0 * tbtest::kTinyArgsParams + 8.0 * (2 * 128 + 2 * (16 + 8 + 8 + 16 + 3 * 32 + 1 + 1) + 1));
     YAML::Node doc = YAML::Load("optimizer:\n  _component_: bitsandbytes.optim.PagedAdamW8bit\n  lr: 2e-5\n");
     QVERIFY(optimizer_states_of(doc).eight_bit);
     QCOMPARE(optimizer_states_of(doc).min_8bit_size, int64_t(4096));
@@ -84,18 +65,18 @@ class TestMemoryEstimate : public QObject {
     t.rank = 8;
     // Adapters per layer: q 8*(64+64) + v 8*(64+32) + w1 8*(64+128) + w2 8*(128+64) + w3 8*(64+128) = 6400.
     const int64_t adapters = 2 * 6400;
-    const auto lora = estimate_memory(tiny(), Adapters::Lora, "fp32", t, 1, 16);
+    const auto lora = estimate_memory(tbtest::tiny_args(), Adapters::Lora, "fp32", t, 1, 16);
     QCOMPARE(lora.adapter_params, adapters);
     QCOMPARE(lora.trainable_params, adapters);
-    QCOMPARE(lora.weight_bytes, 4.0 * (kTinyParams + adapters));
+    QCOMPARE(lora.weight_bytes, 4.0 * (tbtest::kTinyArgsParams + adapters));
     QCOMPARE(lora.gradient_bytes, 4.0 * adapters);
     QCOMPARE(lora.optimizer_bytes, 8.0 * adapters);
     // QLoRA: the targeted base linears (q 4096 + v 2048 + mlp 24576 per layer) in NF4.
     const int64_t quantized = 2 * (4096 + 2048 + 24576);
-    const auto q = estimate_memory(tiny(), Adapters::Qlora, "bf16", t, 1, 16);
+    const auto q = estimate_memory(tbtest::tiny_args(), Adapters::Qlora, "bf16", t, 1, 16);
     QCOMPARE(q.quantized_params, quantized);
     const double nf4 = 0.5 + 1.0 / 64 + 4.0 / (64 * 256);
-    QCOMPARE(q.weight_bytes, quantized * nf4 + 2.0 * (kTinyParams - quantized) + 2.0 * adapters);
+    QCOMPARE(q.weight_bytes, quantized * nf4 + 2.0 * (tbtest::kTinyArgsParams - quantized) + 2.0 * adapters);
     QCOMPARE(q.gradient_bytes, 2.0 * adapters);
     QVERIFY(q.weight_bytes < lora.weight_bytes / 2);
   }

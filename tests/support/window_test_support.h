@@ -3,7 +3,12 @@
 #pragma once
 
 #include <QCoreApplication>
+#include <QDir>
+#include <QSettings>
 #include <QString>
+#include <QStringList>
+
+#include <memory>
 
 #include <yaml-cpp/yaml.h>
 
@@ -21,6 +26,26 @@ inline void shorten(tb::ui::ConfigDocument& doc, const QString& outputDir, int s
   doc.apply({ConfigEdit::set("output_dir", YAML::Node(outputDir.toStdString())), ConfigEdit::scalar("epochs", "1"),
              ConfigEdit::scalar("max_steps_per_epoch", QString::number(steps)), ConfigEdit::scalar("log_every_n_steps", "1"),
              ConfigEdit::scalar("num_threads", "1"), ConfigEdit::scalar("batch_size", "4")});
+}
+
+// The window tests' settings go to `folder` (as an INI file), under the test's own application name, and
+// relative paths resolve from the source tree (the bundled configs name their files from there).
+inline void isolateSettings(const QString& testName, const QString& folder) {
+  QCoreApplication::setOrganizationName("TunebenchTest");
+  QCoreApplication::setApplicationName(testName);
+  QSettings::setDefaultFormat(QSettings::IniFormat);
+  QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, folder);
+  QDir::setCurrent(TB_SOURCE_DIR);
+}
+
+// A window on the embedded default (not the remembered setup) that never asks about memory.
+inline std::unique_ptr<tb::ui::MainWindow> defaultWindow(const QStringList& overrides = {}) {
+  tb::ui::StartupOptions options;
+  options.useDefault = true;
+  options.overrides = overrides;
+  auto w = std::make_unique<tb::ui::MainWindow>(options);
+  w->setMemoryConfirmation([](const QString&) { return true; });
+  return w;
 }
 
 // Start, then wait for the run to end; false with the reason.

@@ -12,6 +12,7 @@
 #include "ModelInfo.h"
 #include "RunSetupPanel.h"
 #include "checkpoint/hf_config.h"
+#include "tiny_args.h"
 
 using tb::ui::RecipeKind;
 
@@ -21,19 +22,6 @@ const char* kLlama2_7b = R"({"architectures":["LlamaForCausalLM"],"model_type":"
   "intermediate_size":11008,"num_attention_heads":32,"num_hidden_layers":32,"num_key_value_heads":32,
   "vocab_size":32000,"max_position_embeddings":4096,"rms_norm_eps":1e-05,"tie_word_embeddings":false})";
 
-// dim 64, 2 layers, 4 heads (head_dim 16), 2 kv heads (kv dim 32), hidden 128, vocab 512, untied.
-tb::models::ModelArgs tiny() {
-  tb::models::ModelArgs a;
-  a.vocab_size = 512;
-  a.num_layers = 2;
-  a.num_heads = 4;
-  a.num_kv_heads = 2;
-  a.embed_dim = 64;
-  a.intermediate_dim = 128;
-  a.max_seq_len = 128;
-  a.tie_word_embeddings = false;
-  return a;
-}
 
 // A safetensors file with no tensors: the 8-byte header length, then "{}" (opening a folder reads headers).
 const QByteArray kEmptySafetensors("\x02\0\0\0\0\0\0\0{}", 10);
@@ -106,7 +94,7 @@ class TestModelInfo : public QObject {
   void describesTheEstimate() {
     tb::ui::ConfigDocument doc;
     doc.loadText("optimizer_in_bwd: True\noptimizer:\n  _component_: bitsandbytes.optim.PagedAdamW8bit\n", {}, {});
-    const auto e = tb::training::estimate_memory(tiny(), tb::training::Adapters::None, "fp32", {}, 1, 16,
+    const auto e = tb::training::estimate_memory(tbtest::tiny_args(), tb::training::Adapters::None, "fp32", {}, 1, 16,
                                                  tb::training::optimizer_states_of(doc.tree()));
     const QString text = tb::ui::describeEstimate(e);
     QVERIFY2(text.contains("one at a time") && text.contains("8-bit AdamW"), qPrintable(text));

@@ -33,15 +33,6 @@ void writeFile(const QString& path, const QByteArray& content) {
   f.write(content);
 }
 
-std::unique_ptr<tb::ui::MainWindow> window(const QStringList& overrides = {}) {
-  tb::ui::StartupOptions options;
-  options.useDefault = true;
-  options.overrides = overrides;
-  auto w = std::make_unique<tb::ui::MainWindow>(options);
-  w->setMemoryConfirmation([](const QString&) { return true; });
-  return w;
-}
-
 }  // namespace
 
 class TestWindowEngineAgree : public QObject {
@@ -50,11 +41,7 @@ class TestWindowEngineAgree : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QCoreApplication::setOrganizationName("TunebenchTest");
-    QCoreApplication::setApplicationName("test_window_engine_agree");
-    QSettings::setDefaultFormat(QSettings::IniFormat);
-    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, settingsDir_.path());
-    QDir::setCurrent(TB_SOURCE_DIR);
+    tbtest::isolateSettings("test_window_engine_agree", settingsDir_.path());
   }
 
   // A CSV (or chat) file keeps train_on_input: false; alpaca_dataset's own default would train on prompts.
@@ -64,7 +51,7 @@ class TestWindowEngineAgree : public QObject {
     writeFile(dir.filePath("chat.jsonl"),
               R"({"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]})"
               "\n");
-    auto w = window();
+    auto w = tbtest::defaultWindow();
     QCOMPARE(w->document()->scalar("dataset.train_on_input"), QString("false"));
     QString error;
     QVERIFY2(w->setupPanel()->useDatasetFile(dir.filePath("rows.csv"), &error), qPrintable(error));
@@ -83,7 +70,7 @@ class TestWindowEngineAgree : public QObject {
     for (const QString& name : QDir("resources/base_model").entryList(QDir::Files))
       QVERIFY(QFile::copy("resources/base_model/" + name, folder.filePath(name)));
     QVERIFY(QFile::copy("tests/data/tokenizers/smollm2/tokenizer.json", folder.filePath("tokenizer.json")));
-    auto w = window();
+    auto w = tbtest::defaultWindow();
     const QString tokenizerBefore = w->document()->scalar("tokenizer.path");
     QString error;
     QVERIFY2(w->setupPanel()->openModelFolder(folder.path(), &error), qPrintable(error));
@@ -104,7 +91,7 @@ class TestWindowEngineAgree : public QObject {
 
   // The command line's overrides as tunebench-cli reads them: None is null, ~key removes, a bad one is said.
   void overridesAreReadAsTheCliReadsThem() {
-    auto w = window({"optimizer.weight_decay=None", "~clip_grad_norm", "optimizer.lr=3e-4", "epochs"});
+    auto w = tbtest::defaultWindow({"optimizer.weight_decay=None", "~clip_grad_norm", "optimizer.lr=3e-4", "epochs"});
     QVERIFY(w->document()->value("optimizer.weight_decay").IsNull());
     QVERIFY(!w->document()->value("clip_grad_norm").IsDefined());
     QCOMPARE(w->document()->scalar("optimizer.lr"), QString("3e-4"));
@@ -115,7 +102,7 @@ class TestWindowEngineAgree : public QObject {
   // Reload on the last epoch's checkpoint: nothing is left to train, said before anything starts.
   void aFinishedCheckpointHasNothingLeft() {
     QTemporaryDir out;
-    auto w = window();
+    auto w = tbtest::defaultWindow();
     tbtest::shorten(*w->document(), out.path(), 1);
     QString error;
     QVERIFY2(tbtest::runToTheEnd(*w, &error), qPrintable(error));
@@ -135,7 +122,7 @@ class TestWindowEngineAgree : public QObject {
     const QString chosen = QDir(out.path()).absoluteFilePath("elsewhere");
     QVERIFY(QDir().rename(QFileInfo(w->controller()->outputDir()).absoluteFilePath() + "/epoch_1", chosen));
     QVERIFY2(w->chatPanel()->chooseCheckpoint(chosen, &error), qPrintable(error));
-    auto again = window();
+    auto again = tbtest::defaultWindow();
     QVERIFY(again->chatPanel()->sourceBox()->findData(chosen) >= 0);
     again->chatPanel()->sourceBox()->setCurrentIndex(0);
     again->document()->setModelPreset("llama2_7b");
@@ -144,7 +131,7 @@ class TestWindowEngineAgree : public QObject {
 
   // Small things: LoRA alpha as written, the tokens tile says what it counts, About counts in words.
   void smallThings() {
-    auto w = window();
+    auto w = tbtest::defaultWindow();
     w->setupPanel()->loraAlphaBox()->setValue(32);
     QCOMPARE(w->setupPanel()->loraAlphaBox()->text(), QString("32"));
     for (tb::ui::MetricTile* tile : w->findChildren<tb::ui::MetricTile*>())
@@ -171,7 +158,7 @@ class TestWindowEngineAgree : public QObject {
   void startRefusesADatasetThePreviewMarkedBroken() {
     QTemporaryDir dir;
     writeFile(dir.filePath("broken.json"), "[\n  {\"instruction\": \"a\", \"output\": \"b\"},\n  {\"instruction\": \n");
-    auto w = window();
+    auto w = tbtest::defaultWindow();
     QSignalSpy ready(w->setupPanel(), &tb::ui::RunSetupPanel::previewReady);
     w->document()->setScalar("dataset.data_files", dir.filePath("broken.json"));
     QTRY_VERIFY_WITH_TIMEOUT(!w->setupPanel()->datasetProblem().isEmpty(), 60000);

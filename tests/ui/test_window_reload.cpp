@@ -56,11 +56,7 @@ class TestWindowReload : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QCoreApplication::setOrganizationName("TunebenchTest");
-    QCoreApplication::setApplicationName("test_window_reload");
-    QSettings::setDefaultFormat(QSettings::IniFormat);
-    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, settingsDir_.path());
-    QDir::setCurrent(TB_SOURCE_DIR);
+    tbtest::isolateSettings("test_window_reload", settingsDir_.path());
   }
 
   // The button clicked on the checkpoint the Checkpoints tab lists: the run starts from its weights in a

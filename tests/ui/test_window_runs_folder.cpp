@@ -29,28 +29,16 @@ class TestWindowRunsFolder : public QObject {
   Q_OBJECT
   QTemporaryDir settingsDir_;
 
-  std::unique_ptr<tb::ui::MainWindow> window() {
-    tb::ui::StartupOptions options;
-    options.useDefault = true;
-    auto w = std::make_unique<tb::ui::MainWindow>(options);
-    w->setMemoryConfirmation([](const QString&) { return true; });
-    return w;
-  }
-
  private Q_SLOTS:
   void initTestCase() {
-    QCoreApplication::setOrganizationName("TunebenchTest");
-    QCoreApplication::setApplicationName("test_window_runs_folder");
-    QSettings::setDefaultFormat(QSettings::IniFormat);
-    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, settingsDir_.path());
-    QDir::setCurrent(TB_SOURCE_DIR);
+    tbtest::isolateSettings("test_window_runs_folder", settingsDir_.path());
   }
 
   void relativeOutputGoesToTheUserDataFolder() {
     QTemporaryDir data;
     const QByteArray before = qgetenv("XDG_DATA_HOME");
     qputenv("XDG_DATA_HOME", data.path().toUtf8());
-    auto w = window();
+    auto w = tbtest::defaultWindow();
     const QString configured = w->document()->scalar("output_dir");
     QVERIFY2(QDir::isRelativePath(configured), qPrintable(configured));  // the bundled default's
     const QString expected = data.path() + "/tunebench/runs/" + QFileInfo(configured).fileName();
@@ -79,7 +67,7 @@ class TestWindowRunsFolder : public QObject {
   // Two processes asked for more threads than the cores: each gets its share, and the banner says so.
   void processesShareTheCores() {
     QTemporaryDir out;
-    auto w = window();
+    auto w = tbtest::defaultWindow();
     tbtest::shorten(*w->document(), out.path(), 1);
     const int cores = QThread::idealThreadCount();
     w->document()->setScalar("num_threads", QString::number(cores));

@@ -61,27 +61,15 @@ class TestWindowUx : public QObject {
   Q_OBJECT
   QTemporaryDir settingsDir_;
 
-  std::unique_ptr<tb::ui::MainWindow> window() {
-    tb::ui::StartupOptions options;
-    options.useDefault = true;
-    auto w = std::make_unique<tb::ui::MainWindow>(options);
-    w->setMemoryConfirmation([](const QString&) { return true; });
-    return w;
-  }
-
  private Q_SLOTS:
   void initTestCase() {
-    QCoreApplication::setOrganizationName("TunebenchTest");
-    QCoreApplication::setApplicationName("test_window_ux");
-    QSettings::setDefaultFormat(QSettings::IniFormat);
-    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, settingsDir_.path());
-    QDir::setCurrent(TB_SOURCE_DIR);
+    tbtest::isolateSettings("test_window_ux", settingsDir_.path());
     QVERIFY2(!tb::config::find_config(tb::ui::kEmbeddedDefaultConfig).empty(), "the embedded default is not bundled");
   }
 
   // 1. The wheel over the form scrolls it; a combo or spin box changes only once clicked.
   void wheelOverTheFormChangesNothing() {
-    auto w = window();
+    auto w = tbtest::defaultWindow();
     w->resize(1024, 640);
     w->show();
     QVERIFY(QTest::qWaitForWindowExposed(w.get()));
@@ -109,7 +97,7 @@ class TestWindowUx : public QObject {
     QVERIFY(f.open(QIODevice::WriteOnly));
     f.write("[\n  {\"instruction\": \"a\", \"output\": \"b\"},\n  {\"instruction\": \"c\"\n");
     f.close();
-    auto w = window();
+    auto w = tbtest::defaultWindow();
     QString error;
     QVERIFY(!w->setupPanel()->useDatasetFile(path, &error));
     QVERIFY2(error.contains("bad.json:") && error.contains("JSON") && !error.contains("none of"), qPrintable(error));
@@ -120,7 +108,7 @@ class TestWindowUx : public QObject {
   // truncated safetensors is reported when the folder is opened; the Model box says what will load.
   void weightsPresetsAndTruncatedFiles() {
     QTemporaryDir out;
-    auto w = window();
+    auto w = tbtest::defaultWindow();
     shorten(*w->document(), out.path(), 2);
     QString error;
     QVERIFY2(runToTheEnd(*w, &error), qPrintable(error));
@@ -159,7 +147,7 @@ class TestWindowUx : public QObject {
     QTemporaryDir out, cache;
     const QByteArray cacheBefore = qgetenv("XDG_CACHE_HOME");
     qputenv("XDG_CACHE_HOME", cache.path().toUtf8());
-    auto w = window();
+    auto w = tbtest::defaultWindow();
     shorten(*w->document(), out.path(), 4);
     QString error;
     QVERIFY2(runToTheEnd(*w, &error), qPrintable(error));
@@ -215,7 +203,7 @@ class TestWindowUx : public QObject {
   // Stop stops both after the step they agree on, and rank 0 saves it.
   void severalProcessesTrainFromTheWindow() {
     QTemporaryDir out;
-    auto w = window();
+    auto w = tbtest::defaultWindow();
     shorten(*w->document(), out.path(), 3);
     w->setupPanel()->processesBox()->setValue(2);
     QSignalSpy steps(w->controller(), &tb::ui::TrainingController::stepLogged);
@@ -249,7 +237,7 @@ class TestWindowUx : public QObject {
   // there is no run before one, and an ended run leaves no ETA for the next.
   void checkpointsProgressAndEta() {
     QTemporaryDir out;
-    auto w = window();
+    auto w = tbtest::defaultWindow();
     QCOMPARE(w->progressBar()->text(), QString("no run yet"));
     shorten(*w->document(), out.path(), 1000);
     w->document()->setScalar("save_every_n_steps", "null");
@@ -286,7 +274,7 @@ class TestWindowUx : public QObject {
   // 7. LoRA from the full fine-tune takes the LoRA config's learning rate, rank and alpha, and the file's
   // `# recipe:` line follows.
   void switchingTheRecipeTakesItsDefaults() {
-    auto w = window();
+    auto w = tbtest::defaultWindow();
     const YAML::Node lora = YAML::LoadFile(tb::config::find_config("tiny/lora_single_device"));
     QVERIFY(w->document()->text().contains("# recipe: full_finetune_single_device"));
     QComboBox* recipe = w->setupPanel()->recipeCombo();
@@ -308,7 +296,7 @@ class TestWindowUx : public QObject {
   // 8 and 9. At 1024x640 every tab fits (nothing clipped), a tile's value is shrunk to fit rather than
   // cut, the legend has a row of its own, and a warm-up is shaded on every panel.
   void fitsA1024x640Window() {
-    auto w = window();
+    auto w = tbtest::defaultWindow();
     w->resize(1024, 640);
     w->show();
     QVERIFY(QTest::qWaitForWindowExposed(w.get()));
@@ -338,7 +326,7 @@ class TestWindowUx : public QObject {
   // 10. Tooltips on every setup field, shortcuts for the run, About with the versions, the hardware
   // line, and a run that will not fit in memory is asked about.
   void tooltipsShortcutsAboutAndMemory() {
-    auto w = window();
+    auto w = tbtest::defaultWindow();
     for (QWidget* field : w->setupPanel()->findChildren<QWidget*>()) {
       const bool input = qobject_cast<QComboBox*>(field) || qobject_cast<QAbstractSpinBox*>(field) ||
                          qobject_cast<QLineEdit*>(field) || qobject_cast<QCheckBox*>(field) ||
