@@ -411,8 +411,14 @@ void MainWindow::setBanner(const QString& html) {
   banner_->setText(text);
 }
 
+// The file the setup came from and what it trains now: a setup opened from one config and pointed at a
+// model folder no longer looks like that config.
 void MainWindow::updateTitle() {
-  setWindowTitle(QString("Tunebench — %1%2").arg(doc_->displayName(), doc_->isModified() ? " *" : ""));
+  const QString base = doc_->modelBaseName();
+  const QString model = base == "from_hf_config" ? QFileInfo(doc_->scalar("model.path")).fileName() : base;
+  setWindowTitle(QString("Tunebench — %1%2 — %3, %4")
+                     .arg(doc_->displayName(), doc_->isModified() ? " *" : "", model.isEmpty() ? QString("no model") : model,
+                          recipeKindLabel(doc_->recipeKind())));
 }
 
 namespace {

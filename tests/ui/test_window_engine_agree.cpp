@@ -75,7 +75,9 @@ class TestWindowEngineAgree : public QObject {
     QString error;
     QVERIFY2(w->setupPanel()->openModelFolder(folder.path(), &error), qPrintable(error));
     QCOMPARE(w->document()->scalar("tokenizer._component_"), QString("tunebench.data.hf_tokenizer"));
+    QVERIFY2(w->windowTitle().contains(QFileInfo(folder.path()).fileName()), qPrintable(w->windowTitle()));
     w->document()->setModelPreset("llama2_7b");
+    QVERIFY2(w->windowTitle().contains("llama2_7b"), qPrintable(w->windowTitle()));
     QCOMPARE(w->document()->scalar("tokenizer.path"), tokenizerBefore);
     QVERIFY(w->document()->scalar("tokenizer._component_") != "tunebench.data.hf_tokenizer");
     // Both folders are still in the model list, and picking one opens it again.
