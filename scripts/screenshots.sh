@@ -20,11 +20,11 @@ settings=$(mktemp -d)
 trap 'rm -rf "$settings"' EXIT
 export XDG_CONFIG_HOME="$settings"
 export XDG_CACHE_HOME="$settings"  # no compile plan from an earlier run: the warm-up is the real one
-export XDG_DATA_HOME="$settings"   # nothing of the user's own runs in the Runs tab
+export XDG_DATA_HOME="$settings/share"  # the runs go where a user's would, not the user's own
 
-# A fresh output folder: the Checkpoints and Runs tabs show this run only.
-run_dir=$PWD/build/runs/screenshots
-rm -rf "$run_dir"
+# A fresh output folder (relative, as a bundled config's: under the data folder above): the Checkpoints and
+# Runs tabs show these runs only.
+run_dir=screenshots
 
 echo "==> $app --default --autostart --quit-after-steps $steps compile=false output_dir=$run_dir (under Xvfb)"
 timeout 900 xvfb-run -a -s "-screen 0 2000x1200x24" \
