@@ -13,6 +13,7 @@
 #include <QSettings>
 #include <QSplitter>
 #include <QTableWidget>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -182,25 +183,33 @@ void RunsPanel::refreshList() {
 
 // The list gets the width its columns need (Recipe, Status and Final loss were hidden even at 1920 px),
 // up to two thirds of the tab; the plot takes the rest.
+namespace {
+// What a column's cells and header need to be read whole (the text and a cell's margins).
+int contentWidth(const QTableWidget* table, int column) {
+  int widest = table->horizontalHeader()->sectionSizeHint(column);
+  for (int row = 0; row < table->rowCount(); ++row)
+    if (const QTableWidgetItem* item = table->item(row, column))
+      widest = std::max(widest, table->fontMetrics().horizontalAdvance(item->text()) + 16);
+  return widest;
+}
+}  // namespace
+
 void RunsPanel::fitRunsList() {
   if (splitterMoved_) return;
-  int need = table_->verticalHeader()->isVisible() ? table_->verticalHeader()->width() : 0;
-  for (int c = 0; c < table_->columnCount(); ++c) need += table_->columnWidth(c);
-  need += 2 * table_->frameWidth() + table_->verticalScrollBar()->sizeHint().width() + 12;
-  const int total = std::max(width(), 600);
+  int need = 2 * table_->frameWidth() + table_->verticalScrollBar()->sizeHint().width() + 8;
+  for (int c = 0; c < table_->columnCount(); ++c) need += contentWidth(table_, c);
+  const int total = std::max(splitter_->width(), 600);
   const int left = std::min(need, total * 2 / 3);
   splitter_->setSizes({left, std::max(200, total - left)});
 }
 
-bool RunsPanel::runsColumnsInView() const {
-  int need = 0;
-  for (int c = 0; c < table_->columnCount(); ++c) need += table_->columnWidth(c);
-  return table_->viewport()->width() >= need;
-}
+// The columns are sized to their contents: one out of view is one the list must scroll to.
+bool RunsPanel::runsColumnsInView() const { return table_->horizontalScrollBar()->maximum() == 0; }
 
 void RunsPanel::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
-  fitRunsList();
+  // After the layout has given the splitter its new size (it shares out the change itself first).
+  QTimer::singleShot(0, this, &RunsPanel::fitRunsList);
 }
 
 QStringList RunsPanel::listedRuns() const {

@@ -178,6 +178,12 @@ class TestWindowUx : public QObject {
     QCOMPARE(table->item(1, 4)->text(), QString("completed"));
     QVERIFY(runs->showRun(eager, false));  // showing the older run does not move it
     QCOMPARE(runs->listedRuns(), order);
+    // At 1920 px every column of the list is in view (Recipe, Status and Final loss were hidden).
+    w->resize(1920, 1080);
+    w->show();
+    QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+    qobject_cast<QTabWidget*>(w->centralWidget())->setCurrentWidget(runs);
+    QTRY_VERIFY2(runs->runsColumnsInView(), qPrintable(QString("list %1 px wide in a %2 px tab").arg(runs->runsTable()->viewport()->width()).arg(runs->width())));
     QTest::mouseClick(runs->findChild<QPushButton*>("compareButton"), Qt::LeftButton);
     QCOMPARE(runs->shownRuns().size(), 2);
     QVERIFY2(QRegularExpression(R"(^compile \d+\.\d\dx (faster|slower))").match(runs->comparisonText()).hasMatch(),

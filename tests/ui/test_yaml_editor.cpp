@@ -143,6 +143,30 @@ class TestYamlEditor : public QObject {
     QVERIFY(!editor->messageAtLine(11).isEmpty());
   }
 
+  // The problems panel opening takes height from the editor: the line being typed stays in view.
+  void theEditedLineStaysInViewWhenProblemsOpen() {
+    QString text = kValid;
+    for (int i = 0; i < 60; ++i) text += QString("# filler %1\n").arg(i);  // taller than the editor
+    tb::ui::ConfigDocument doc;
+    doc.loadText(text, {}, {});
+    tb::ui::ConfigEditorPanel panel(&doc);
+    panel.resize(700, 420);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    auto* editor = panel.editor();
+    QTextCursor c(editor->document());
+    c.movePosition(QTextCursor::End);
+    editor->setTextCursor(c);
+    editor->ensureCursorVisible();
+    QSignalSpy validated(&panel, &tb::ui::ConfigEditorPanel::validated);
+    QTest::keyClicks(editor, "bogus_key: 1");
+    QVERIFY(validated.wait(2000));
+    QTRY_VERIFY(!panel.problems().isEmpty());
+    QCoreApplication::processEvents();
+    QTRY_VERIFY2(editor->viewport()->rect().contains(editor->cursorRect()),
+                 qPrintable(QString("cursor at y %1, viewport %2 high").arg(editor->cursorRect().y()).arg(editor->viewport()->height())));
+  }
+
   void highlighterColoursTheParts() {
     QTextDocument document;
     tb::ui::YamlHighlighter highlighter(&document);
