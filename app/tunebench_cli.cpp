@@ -639,6 +639,7 @@ int run_cli(int argc, char** argv) {
   export_gguf->add_option("--name", a.gguf.name, "general.name (default: the checkpoint folder's name)");
   export_gguf->add_flag("--adapter", a.gguf.adapter,
                         "only the LoRA adapter (checkpointer.adapter_checkpoint), as llama.cpp's adapter file for the base model's GGUF");
+  export_gguf->add_flag("-f,--force", a.gguf.overwrite, "replace an existing output file (and Modelfile)");
   export_gguf->add_flag("--ollama", a.gguf.ollama,
                         "also write a Modelfile beside the file (FROM, stop tokens, the template's default system prompt)");
   add_overrides(export_gguf, a);

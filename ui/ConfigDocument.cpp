@@ -4,10 +4,10 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QRegularExpression>
-#include <QSaveFile>
 
 #include <map>
 
+#include "checkpoint/atomic_file.h"
 #include "checkpoint/hf_config.h"
 #include "components/builtin.h"
 #include "config/overrides.h"
@@ -134,15 +134,12 @@ void ConfigDocument::loadText(const QString& text, const QString& filePath, cons
   setModified(!tb::config::yaml_same(baseTree_, tree_) || base.isEmpty());
 }
 
+// Through the engine's atomic write (fsync, rename; a device, FIFO, link or folder is refused).
 bool ConfigDocument::saveAs(const QString& path, QString* error) {
-  QSaveFile file(path);
-  if (!file.open(QIODevice::WriteOnly | QIODevice::Text)) {
-    if (error) *error = path + ": " + file.errorString();
-    return false;
-  }
-  file.write(text_.toUtf8());
-  if (!file.commit()) {
-    if (error) *error = path + ": " + file.errorString();
+  try {
+    tb::checkpoint::write_file_atomic(path.toStdString(), text_.toUtf8().toStdString());
+  } catch (const std::exception& e) {
+    if (error) *error = QString::fromStdString(e.what());
     return false;
   }
   filePath_ = QFileInfo(path).absoluteFilePath();

@@ -9,6 +9,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMessageBox>
 #include <QSettings>
 #include <QPointer>
 #include <QProgressBar>
@@ -139,6 +140,17 @@ void ExportDialog::startExport() {
   if (running_) return;
   tb::exporting::GgufExportOptions options;
   options.output = destination_->text().toStdString();
+  // An existing file is replaced only when the user says so (the engine refuses it otherwise).
+  if (QFileInfo::exists(destination_->text()) && QFileInfo(destination_->text()).isFile()) {
+    const QString question = destination_->text() + " exists. Replace it?";
+    const bool replace = confirmReplace_ ? confirmReplace_(destination_->text())
+                                         : QMessageBox::question(this, "Export", question) == QMessageBox::Yes;
+    if (!replace) {
+      status_->setText("Not exported: " + destination_->text() + " exists (choose another file, or replace it)");
+      return;
+    }
+    options.overwrite = true;
+  }
   options.type = type_->currentText().toStdString();
   options.adapter = adapterOnly_->isChecked();
   options.ollama = ollama_->isChecked() && ollama_->isEnabled();

@@ -7,6 +7,7 @@
 #include <QDialog>
 #include <QString>
 
+#include <functional>
 #include <memory>
 
 class QCheckBox;
@@ -34,6 +35,9 @@ class ExportDialog : public QDialog {
   QPushButton* exportButton() const { return export_; }
   QLabel* status() const { return status_; }
   bool running() const { return running_; }
+
+  // Asked before replacing an existing file; true = replace. Default: a message box.
+  void setReplaceConfirmation(std::function<bool(const QString& path)> confirm) { confirmReplace_ = std::move(confirm); }
 
   // The command that exports the same file with the same options.
   QString command() const;
@@ -63,6 +67,7 @@ class ExportDialog : public QDialog {
   QPushButton* close_;
   bool running_ = false;
   bool destinationEdited_ = false;
+  std::function<bool(const QString&)> confirmReplace_;
   struct JoinThread {
     void operator()(QThread* thread) const;
   };

@@ -7,6 +7,8 @@
 
 #include <csignal>
 
+#include <sys/prctl.h>
+
 #include "training/metric_loggers.h"
 
 namespace tb::ui {
@@ -51,6 +53,9 @@ bool ProcessRun::start(const tb::config::Config& config, const QString& recipe, 
   QFileInfo existing(logPath_);
   // A resumed run appends: only what it writes now.
   tail_ = std::make_unique<tb::training::LogTail>(logPath_.toStdString(), existing.exists() ? uint64_t(existing.size()) : 0);
+  // The launcher ends with the window (a crash of it left the workers training): SIGINT is its Ctrl-C, a stop
+  // after the current step, saved, as the Stop button gives.
+  process_.setChildProcessModifier([] { ::prctl(PR_SET_PDEATHSIG, SIGINT); });
   process_.start(cli, {"run", "--nproc-per-node", QString::number(processes), recipe, "--config", config_.fileName()});
   if (!process_.waitForStarted(10000)) {
     if (error) *error = "cannot start " + cli + ": " + process_.errorString();

@@ -22,7 +22,22 @@ namespace {
 
 }  // namespace
 
+// The rename would put a regular file where a device, a pipe, a link or a folder was (as root an export to
+// /dev/null replaced the device): only a missing path or a regular file is replaced.
+void refuse_non_regular_target(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;
+  const char* what = S_ISLNK(st.st_mode)    ? "a symbolic link (give the path of the file itself)"
+                     : S_ISDIR(st.st_mode)  ? "a folder"
+                     : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+                     : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                                            : "not a regular file";
+  throw std::runtime_error(path + " is " + what + ": refusing to replace it with a file");
+}
+
 AtomicFile::AtomicFile(const std::string& path) : path_(path), tmp_(path + ".tmp-XXXXXX") {
+  refuse_non_regular_target(path);
   fd_ = mkstemp(tmp_.data());
   if (fd_ < 0) fail(path, "cannot create a temporary file next to it");
   fchmod(fd_, 0644);

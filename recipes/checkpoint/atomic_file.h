@@ -1,6 +1,7 @@
 // The one way a checkpoint's files reach the disk: written to a unique temporary name beside the
 // target, fsynced, renamed over it, and the folder fsynced, so a reader (or a crash) sees the old file
-// or the new one, never a mix; a failed write (ENOSPC, EFBIG, EROFS) throws and leaves no temporary.
+// or the new one, never a mix; a failed write (ENOSPC, EFBIG, EROFS) throws and leaves no temporary. A path
+// that is a device, FIFO, symbolic link or folder is refused, never replaced.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +24,10 @@ class AtomicFile {
   int fd_ = -1;
   bool committed_ = false;
 };
+
+// Throws std::runtime_error naming `path` when it exists and is not a regular file (a device, FIFO,
+// symbolic link, folder or socket): what AtomicFile refuses, for callers that check before working.
+void refuse_non_regular_target(const std::string& path);
 
 // Small files (JSON): the whole text through one AtomicFile.
 void write_file_atomic(const std::string& path, const std::string& text);

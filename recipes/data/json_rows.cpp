@@ -35,8 +35,17 @@ Row parse_row(const std::string& text, const std::string& file, int line) {
   Row row;
   row.file = file;
   row.line = line;
+  // The parser says each value's depth as it goes: a row nested too deep stops there, before it is built.
+  struct TooDeep {};
+  const auto bounded = [](int depth, json::parse_event_t, json&) {
+    if (depth > kMaxRowDepth) throw TooDeep{};
+    return true;
+  };
   try {
-    row.value = json::parse(text);
+    row.value = json::parse(text, bounded);
+  } catch (const TooDeep&) {
+    row.value = nullptr;
+    row.error = "nested deeper than " + std::to_string(kMaxRowDepth) + " levels (arrays or objects in one another)";
   } catch (const json::parse_error& e) {
     // e.byte is 1-based and points just past the problem; report the line it falls on.
     const size_t at = e.byte > 0 ? e.byte - 1 : 0;

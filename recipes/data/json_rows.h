@@ -13,6 +13,11 @@ namespace tb::data {
 // arguments in the order the data gave them, as Python would.
 using RowJson = nlohmann::ordered_json;
 
+// How deep a row's JSON may nest (arrays and objects in one another). Chat data nests a few levels
+// (messages, content parts, tool calls); a row nested tens of thousands deep crashed the template renderer
+// that walks it. Deeper is a bad row: `file:line: nested deeper than 64 levels`.
+inline constexpr int kMaxRowDepth = 64;
+
 struct Row {
   RowJson value;
   std::string file;   // as the user named it

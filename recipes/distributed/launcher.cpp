@@ -9,6 +9,7 @@
 #include <thread>
 
 #include <netinet/in.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -55,9 +56,14 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::pair<st
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("cannot start a worker: ") + std::strerror(errno));
   if (pid == 0) {
+    // A worker lives no longer than its launcher: killed (kill -9), the launcher left its workers training
+    // and saving. SIGTERM is a stop after the current step, as Ctrl-C to the launcher would give.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(1);  // the launcher died before the line above
     for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
     ::execv(args[0], args.data());
     const std::string why = "tunebench-cli: cannot run " + argv[0] + ": " + std::strerror(errno) + "\n";

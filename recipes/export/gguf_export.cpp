@@ -156,6 +156,17 @@ GgufExportResult export_gguf(const config::Config& cfg, const GgufExportOptions&
     throw std::invalid_argument("export gguf --adapter: llama.cpp reads adapters in f32, f16, bf16 or q8_0, not " +
                                 options.type);
 
+  // What would be replaced is said before the model is loaded: an existing file only with overwrite, and
+  // never anything but a regular file.
+  std::vector<std::string> targets = {options.output};
+  if (options.ollama) targets.push_back((std::filesystem::path(options.output).parent_path() / "Modelfile").string());
+  for (const auto& target : targets) {
+    checkpoint::refuse_non_regular_target(target);
+    std::error_code ec;
+    if (!options.overwrite && std::filesystem::exists(std::filesystem::symlink_status(target, ec)))
+      throw std::invalid_argument("export gguf: " + target + " exists (use --force to replace it)");
+  }
+
   GgufExportResult result;
   result.path = options.output;
   inference::LoadedModel loaded = inference::load_model(cfg);

@@ -25,6 +25,7 @@ struct GgufExportOptions {
   std::string name;          // general.name; empty: the checkpoint folder's name
   bool adapter = false;      // write the LoRA adapter alone, as a llama.cpp adapter file (applied on the base)
   bool ollama = false;       // also write a Modelfile beside the GGUF (export/ollama_modelfile.h)
+  bool overwrite = false;    // replace an existing output (--force); a device, FIFO, link or folder never
 };
 
 struct GgufExportResult {

@@ -121,7 +121,11 @@ std::string Renderer::render(const std::vector<std::pair<std::string, const Json
   auto globals = std::make_shared<Frame>();
   for (const auto& [name, value] : global_values()) globals->vars[name] = value;
   auto vars = child(globals);
-  for (const auto& [name, node] : variables) vars->vars[name] = from_json(*node);
+  for (const auto& [name, node] : variables) try {
+      vars->vars[name] = from_json(*node);
+    } catch (const std::invalid_argument& e) {
+      fail_at(1, 1, "'" + name + "': " + e.what());
+    }
   auto root = child(vars);
   buffers_.assign(1, std::string());
   exec(program_.body, root);

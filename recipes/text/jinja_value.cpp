@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <stdexcept>
 
 #include "text/jinja_strings.h"
 
@@ -105,7 +106,14 @@ Value make_function(std::string name, std::function<Value(Renderer&, Args&)> fn)
   return Value(std::make_shared<Callable>(Callable{std::move(name), std::move(fn)}));
 }
 
-Value from_json(const Json& node) {
+namespace {
+// Deeper context values are refused, not walked: each level is a frame of this recursion.
+constexpr int kMaxContextDepth = 256;
+}  // namespace
+
+Value from_json(const Json& node, int depth) {
+  if (depth > kMaxContextDepth)
+    throw std::invalid_argument("a template variable nests deeper than " + std::to_string(kMaxContextDepth) + " levels");
   switch (node.type()) {
     case Json::value_t::null:
       return Value::none();
@@ -126,14 +134,14 @@ Value from_json(const Json& node) {
       auto data = std::make_shared<ListData>();
       data->origin = &node;
       data->items.reserve(node.size());
-      for (const auto& item : node) data->items.push_back(from_json(item));
+      for (const auto& item : node) data->items.push_back(from_json(item, depth + 1));
       return Value(std::move(data));
     }
     case Json::value_t::object: {
       auto data = std::make_shared<DictData>();
       data->origin = &node;
       data->entries.reserve(node.size());
-      for (auto it = node.begin(); it != node.end(); ++it) data->entries.emplace_back(Value(it.key()), from_json(*it));
+      for (auto it = node.begin(); it != node.end(); ++it) data->entries.emplace_back(Value(it.key()), from_json(*it, depth + 1));
       return Value(std::move(data));
     }
     default:

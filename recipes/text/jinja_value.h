@@ -133,8 +133,9 @@ Value make_view(std::vector<Value> items, std::string view);
 Value make_dict(std::vector<std::pair<Value, Value>> entries = {});
 Value make_function(std::string name, std::function<Value(Renderer&, Args&)> fn);
 
-// The context json as values; every array and object keeps a pointer to its node.
-Value from_json(const Json& node);
+// The context json as values; every array and object keeps a pointer to its node. Throws
+// std::invalid_argument for a value nested deeper than 256 levels.
+Value from_json(const Json& node, int depth = 0);
 
 // Python semantics.
 std::string type_name(const Value& v);  // 'str', 'int', 'dict', 'NoneType', ...

@@ -6,6 +6,8 @@
 
 #include "test_main.h"
 
+#include <sys/stat.h>
+
 #include "ConfigDocument.h"
 #include "config/yaml_edit.h"
 
@@ -205,6 +207,13 @@ class TestConfigDocument : public QObject {
     QCOMPARE(QString::fromUtf8(f.readAll()), doc.text());
     QCOMPARE(QDir(dir.path()).entryList(QDir::Files), QStringList{"saved.yaml"});  // no temporary left
     QCOMPARE(doc.cliOverrides(), QStringList());
+    // A FIFO (or a device, a link) is refused and stays what it was, as the engine's writers refuse it.
+    const QString fifo = dir.filePath("pipe.yaml");
+    QVERIFY(::mkfifo(fifo.toLocal8Bit().constData(), 0644) == 0);
+    QString error;
+    QVERIFY(!doc.saveAs(fifo, &error));
+    QVERIFY2(error.contains("is a FIFO"), qPrintable(error));
+    QCOMPARE(doc.filePath(), QFileInfo(path).absoluteFilePath());
   }
 
   void shellQuoting_data() {

@@ -102,6 +102,25 @@ class TestExportDialog : public QObject {
     const auto adapter = tbtest::parse_gguf(tbtest::read_file(adapterFile.toStdString()));
     QCOMPARE(adapter.kv.at("general.type").s(), std::string("adapter"));
     QCOMPARE(adapter.tensor("blk.0.attn_q.weight.lora_a").type, 1u);
+
+    // The same file again: asked first; No leaves it alone, Yes replaces it.
+    QStringList asked;
+    bool replace = false;
+    dialog->setReplaceConfirmation([&](const QString& path) {
+      asked << path;
+      return replace;
+    });
+    tbtest::write_file(adapterFile.toStdString(), "the user's file");
+    dialog->startExport();
+    QCOMPARE(asked, QStringList{adapterFile});
+    QVERIFY(!dialog->running());
+    QVERIFY2(dialog->status()->text().startsWith("Not exported"), qPrintable(dialog->status()->text()));
+    QCOMPARE(tbtest::read_file(adapterFile.toStdString()), std::string("the user's file"));
+    replace = true;
+    dialog->startExport();
+    QTRY_VERIFY_WITH_TIMEOUT(done.count() == 3, 180000);
+    QVERIFY2(done.at(2).at(0).toBool(), qPrintable(done.at(2).at(1).toString()));
+    QVERIFY(tbtest::read_file(adapterFile.toStdString()).rfind("GGUF", 0) == 0);
   }
 
   // --checkpoint on a folder whose name YAML would misread unquoted (": ", " #", a quote).

@@ -1,0 +1,185 @@
+// Hostile and careless inputs, round two (the hardening issue's cases, one test each, real processes where
+// the user would meet them): an output path that is not a plain file or already holds one, and JSON nested
+// deeper than anything a dataset or chat needs.
+#include <QtTest>
+
+#include "test_main.h"
+
+#include <QFile>
+#include <QFileInfo>
+#include <QProcess>
+#include <QTemporaryDir>
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/atomic_file.h"
+#include "data/json_rows.h"
+#include "test_support.h"
+#include "text/jinja.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool isFifo(const QString& path) {
+  struct stat st {};
+  return ::lstat(path.toLocal8Bit().constData(), &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+// A chat row whose message carries an extra field nested `depth` arrays deep.
+std::string deepRow(int depth) {
+  return R"({"messages": [{"role": "user", "content": "hi", "meta": )" + std::string(size_t(depth), '[') +
+         std::string(size_t(depth), ']') + R"(}, {"role": "assistant", "content": "yo"}]})";
+}
+
+}  // namespace
+
+class TestHostileInputs : public QObject {
+  Q_OBJECT
+  QTemporaryDir tmp_;
+  QString cli_ = qEnvironmentVariable("TB_CLI");
+
+  tbtest::ProcessResult cli(const QStringList& args) { return tbtest::run_process(cli_, args); }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(tmp_.isValid());
+    QVERIFY2(!cli_.isEmpty(), "TB_CLI is not set (ctest sets it)");
+    QDir::setCurrent(TB_SOURCE_DIR);
+  }
+
+  // `export gguf` renamed its file over whatever the output was (as root /dev/null became a file): a FIFO,
+  // a symbolic link and a folder are refused and stay what they were; an existing file needs --force, and
+  // so does an existing Modelfile.
+  void exportNeverReplacesWhatIsNotItsOwnFile() {
+    const QString fifo = tmp_.filePath("pipe.gguf");
+    QVERIFY(::mkfifo(fifo.toLocal8Bit().constData(), 0644) == 0);
+    const QString target = tmp_.filePath("target.txt");
+    tbtest::write_file(target.toStdString(), "keep me");
+    const QString link = tmp_.filePath("link.gguf");
+    QVERIFY(QFile::link(target, link));
+    const QString folder = tmp_.filePath("folder.gguf");
+    QVERIFY(QDir().mkpath(folder));
+    const struct {
+      QString path;
+      const char* said;
+    } cases[] = {{fifo, "is a FIFO"}, {link, "is a symbolic link"}, {folder, "is a folder"}};
+    for (const auto& c : cases) {
+      const auto r = cli({"export", "gguf", "--config", "tiny/eval_stories", "--output", c.path, "--type", "q8_0", "--force"});
+      QCOMPARE(r.code, 1);
+      QVERIFY2(r.err.contains(c.path + " " + c.said), qPrintable(r.err));
+    }
+    QVERIFY(isFifo(fifo));
+    QVERIFY(QFileInfo(link).isSymLink());
+    QCOMPARE(QString::fromStdString(tbtest::read_file(target.toStdString())), QString("keep me"));
+    QVERIFY(QFileInfo(folder).isDir());
+
+    const QString out = tmp_.filePath("model.gguf");
+    tbtest::write_file(out.toStdString(), "an older export");
+    auto r = cli({"export", "gguf", "--config", "tiny/eval_stories", "--output", out, "--type", "q8_0"});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains(out + " exists (use --force to replace it)"), qPrintable(r.err));
+    QCOMPARE(QString::fromStdString(tbtest::read_file(out.toStdString())), QString("an older export"));
+    r = cli({"export", "gguf", "--config", "tiny/eval_stories", "--output", out, "--type", "q8_0", "--force"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY(tbtest::read_file(out.toStdString()).rfind("GGUF", 0) == 0);
+
+    // The Modelfile beside it is the user's too.
+    const QString other = tmp_.filePath("other.gguf");
+    r = cli({"export", "gguf", "--config", "tiny/eval_stories", "--output", other, "--type", "q8_0", "--ollama"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));  // writes other.gguf and the Modelfile
+    QFile::remove(other);
+    r = cli({"export", "gguf", "--config", "tiny/eval_stories", "--output", other, "--type", "q8_0", "--ollama"});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains(tmp_.filePath("Modelfile") + " exists"), qPrintable(r.err));
+  }
+
+  // Every writer that renames into place refuses the same: `cp`, and anything through AtomicFile.
+  void otherWritersRefuseTheSame() {
+    const QString fifo = tmp_.filePath("pipe.yaml");
+    QVERIFY(::mkfifo(fifo.toLocal8Bit().constData(), 0644) == 0);
+    const auto r = cli({"cp", "tiny/full_single_device", fifo, "--force"});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("is a FIFO"), qPrintable(r.err));
+    QVERIFY(isFifo(fifo));
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, tb::checkpoint::write_file_atomic(fifo.toStdString(), "x"));
+    QVERIFY(isFifo(fifo));
+    tb::checkpoint::write_file_atomic(tmp_.filePath("plain.txt").toStdString(), "x");  // a plain path still works
+    QCOMPARE(tbtest::read_file(tmp_.filePath("plain.txt").toStdString()), std::string("x"));
+  }
+
+  // A data row nested 30,000 deep crashed tokenize, data preview and run (the template renderer recursed):
+  // it is now a bad row, `file:line`, stopping tokenize and skipped with skip_bad_rows; 64 levels still read.
+  void deepJsonInARowIsABadRow() {
+    const auto rows = tb::data::parse_json_rows(deepRow(30000) + "\n" + deepRow(60) + "\n", "rows.jsonl");
+    QCOMPARE(rows.size(), size_t(2));
+    QVERIFY2(rows[0].error.find("nested deeper than 64 levels") != std::string::npos, rows[0].error.c_str());
+    QCOMPARE(rows[0].line, 1);
+    QVERIFY2(rows[1].error.empty(), rows[1].error.c_str());
+
+    const QString folder = tmp_.filePath("qwen");
+    QVERIFY(QDir().mkpath(folder));
+    QVERIFY(QFile::copy("tests/data/tokenizers/qwen/tokenizer.json", folder + "/tokenizer.json"));
+    QVERIFY(QFile::copy("tests/data/chat_templates/qwen2.5.jinja", folder + "/chat_template.jinja"));
+    tbtest::write_file((folder + "/tokenizer_config.json").toStdString(), R"({"eos_token": "<|im_end|>", "bos_token": null})");
+    const QString data = tmp_.filePath("deep.jsonl");
+    tbtest::write_file(data.toStdString(), deepRow(60) + "\n" + deepRow(30000) + "\n");
+    const auto r = cli({"tokenize", "--tokenizer", folder, "--jsonl", data});
+    QCOMPARE(r.code, 1);  // not a signal
+    QVERIFY2(r.err.contains(data + ":2:") && r.err.contains("nested deeper than 64 levels"), qPrintable(r.err));
+    QCOMPARE(r.out.count('\n'), 1);  // the first row was tokenized
+  }
+
+  // `kill -9` of the launcher left its workers training and saving: they now end with it (they stop as
+  // Ctrl-C would stop them).
+  void workersEndWithTheirLauncher() {
+    const QString out = tmp_.filePath("dist");
+    QProcess launcher;
+    launcher.start(cli_, {"run", "--nproc-per-node", "2", "full_finetune_distributed", "--config",
+                          "tiny/full_single_device", "output_dir=" + out, "epochs=1", "max_steps_per_epoch=100000",
+                          "num_threads=1", "batch_size=4", "save_every_n_steps=null"});
+    QVERIFY(launcher.waitForStarted());
+    QTRY_VERIFY_WITH_TIMEOUT(tbtest::read_file((out + "/logs/metrics.jsonl").toStdString()).find("\"step\":") !=
+                                 std::string::npos,
+                             300000);
+    const QString pid = QString::number(launcher.processId());
+    const QStringList workers = QString::fromStdString(tbtest::read_file(("/proc/" + pid + "/task/" + pid + "/children").toStdString()))
+                                    .split(' ', Qt::SkipEmptyParts);
+    QCOMPARE(workers.size(), 2);
+    launcher.kill();  // SIGKILL: the launcher can pass nothing on
+    QVERIFY(launcher.waitForFinished());
+    // Gone, or a zombie nobody reaps here: no longer running either way.
+    const auto running = [&] {
+      for (const QString& w : workers) {
+        const std::string stat = tbtest::read_file(("/proc/" + w + "/stat").toStdString());
+        const auto close = stat.rfind(')');
+        if (!stat.empty() && close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z') return true;
+      }
+      return false;
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(!running(), 180000);
+  }
+
+  // A template variable nested past 256 levels is a TemplateError, not a stack overflow.
+  void deepTemplateValuesAreRefused() {
+    tb::text::jinja::Json deep = tb::text::jinja::Json::array();
+    for (int i = 0; i < 10000; ++i) deep = tb::text::jinja::Json::array({deep});
+    const tb::text::jinja::Template tmpl("{{ x | length }}", "t");
+    tb::text::jinja::Json context = tb::text::jinja::Json::object();
+    context["x"] = deep;
+    try {
+      tmpl.render(context);
+      QFAIL("a 10,000-deep value was rendered");
+    } catch (const tb::text::jinja::TemplateError& e) {
+      QVERIFY2(std::string(e.what()).find("deeper than 256 levels") != std::string::npos, e.what());
+    }
+  }
+};
+
+TB_TEST(TestHostileInputs)
+#include "test_hostile_inputs.moc"
