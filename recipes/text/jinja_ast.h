@@ -51,6 +51,7 @@ struct Expr {
   ExprPtr dyn_args, dyn_kwargs;
   std::vector<std::string> ops;
   ExprPtr a, b, c;
+  int depth = 1;  // levels below and including this node (the parser bounds it: evaluation recurses on it)
 };
 
 // What {% set %}, {% for %} and {% with %} assign to: a name, a tuple of names, or a namespace attribute.

@@ -19,6 +19,11 @@ namespace {
 // RecursionError; here each call is a few C++ frames, so a depth keeps the stack safe.
 constexpr int kMaxCallDepth = 100;
 
+// jinja2 would loop for as long as it is told; a template here gets a budget of loop iterations per render
+// (chat templates take a few per message; 10,000 messages stay far below it): nested range(100000) loops
+// hung tokenize, preview, run and chat.
+constexpr int64_t kMaxLoopIterations = 1'000'000;
+
 class CallDepth {
  public:
   explicit CallDepth(int& depth) : depth_(depth) {
@@ -281,6 +286,9 @@ Renderer::Flow Renderer::exec_for(const Stmt& s, const std::shared_ptr<Frame>& f
   auto loop = std::make_shared<LoopObject>(*this, s, frame, items, depth);
   const Value loop_value(std::static_pointer_cast<Object>(loop));
   for (size_t i = 0; i < items.size(); ++i) {
+    if (++loop_iterations_ > kMaxLoopIterations)
+      fail_at(s.line, s.column,
+              "the template ran more than " + std::to_string(kMaxLoopIterations) + " loop iterations (a runaway loop?)");
     auto f = child(frame);
     assign(s.target, items[i], *f);
     loop->set_index(i);

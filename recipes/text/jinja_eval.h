@@ -3,6 +3,7 @@
 // scopes them (a for body and a macro have frames of their own, if blocks do not).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -53,6 +54,7 @@ class Renderer {
   RenderObserver* observer_;
   std::vector<std::string> buffers_;
   int call_depth_ = 0;  // macro calls and recursive loop calls in progress
+  int64_t loop_iterations_ = 0;  // of every for loop in this render, against its budget
 };
 
 }  // namespace tb::text::jinja::detail

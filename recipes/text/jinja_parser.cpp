@@ -1,5 +1,6 @@
 // Jinja's grammar as jinja2's parser reads it (jinja2/parser.py): statements, then expressions by
 // precedence: conditional, or, and, not, comparisons, + -, ~, * / // %, **, unary, postfix, filters/tests.
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -91,6 +92,24 @@ class Parser {
     Nested(const Nested&) = delete;
     Nested& operator=(const Nested&) = delete;
   };
+  // Chains are parsed by loops, not recursion, so the nesting bound above does not see them; evaluating
+  // (and freeing) the tree they build recurses all the same: `{{ 1|string|string…(50,000x) }}`, `1 + 1 + …`,
+  // `.x.x…`, `f(1)(1)…` overflowed the stack. Each node knows its depth; a tree deeper than this is refused.
+  static constexpr int kMaxExprDepth = 256;
+  ExprPtr deepened(ExprPtr e, const Token& at) const {
+    int deepest = 0;
+    auto see = [&](const ExprPtr& child) {
+      if (child) deepest = std::max(deepest, child->depth);
+    };
+    for (const ExprPtr* p : {&e->a, &e->b, &e->c, &e->dyn_args, &e->dyn_kwargs}) see(*p);
+    for (const auto& item : e->items) see(item);
+    for (const auto& kw : e->kwargs) see(kw.value);
+    e->depth = deepest + 1;
+    if (e->depth > kMaxExprDepth)
+      fail(at, "an expression nested more than " + std::to_string(kMaxExprDepth) +
+                   " levels deep (a chain of operators, filters, calls or attributes)");
+    return e;
+  }
   const Token& expect(TT type, const char* what) {
     if (cur().type != type) fail(cur(), std::string("expected token '") + what + "', got '" + describe(cur()) + "'");
     return next();
@@ -442,7 +461,7 @@ class Parser {
       e->b = std::move(expr1);
       if (skip_name("else")) e->c = parse_condexpr();
       --soft_;
-      expr1 = std::move(e);
+      expr1 = deepened(std::move(e), *at);
       at = &cur();
     }
     return expr1;
@@ -453,7 +472,7 @@ class Parser {
     e->a = std::move(left);
     e->b = std::move(right);
     e->name = std::move(op);
-    return e;
+    return deepened(std::move(e), at);
   }
 
   // Binary operations take the position of their operator: the token an error in them points at.
@@ -478,9 +497,10 @@ class Parser {
   ExprPtr parse_not() {
     if (is_name("not")) {
       const Nested nested(*this, cur());
-      auto e = node(Expr::Kind::Not, next());
+      const Token& at = next();
+      auto e = node(Expr::Kind::Not, at);
       e->a = parse_not();
-      return e;
+      return deepened(std::move(e), at);
     }
     return parse_compare();
   }
@@ -510,7 +530,7 @@ class Parser {
     e->a = std::move(expr);
     e->ops = std::move(ops);
     e->items = std::move(operands);
-    return e;
+    return deepened(std::move(e), at);
   }
 
   ExprPtr parse_math1() {
@@ -529,7 +549,7 @@ class Parser {
     auto e = node(Expr::Kind::Concat, at);
     e->items.push_back(std::move(first));
     while (skip_op("~")) e->items.push_back(parse_math2());
-    return e;
+    return deepened(std::move(e), at);
   }
 
   ExprPtr parse_math2() {
@@ -557,8 +577,10 @@ class Parser {
       const Token& at = next();
       e = node(at.text == "-" ? Expr::Kind::Neg : Expr::Kind::Pos, at);
       e->a = parse_unary(false);
+      e = deepened(std::move(e), at);
     } else {
-      e = parse_primary();
+      const Token& at = cur();
+      e = deepened(parse_primary(), at);
     }
     e = parse_postfix(std::move(e));
     if (with_filter) e = parse_filter_expr(std::move(e));
@@ -619,10 +641,11 @@ class Parser {
 
   ExprPtr parse_postfix(ExprPtr e) {
     while (true) {
+      const Token& at = cur();
       if (is_op(".") || is_op("[")) {
-        e = parse_subscript(std::move(e));
+        e = deepened(parse_subscript(std::move(e)), at);
       } else if (is_op("(")) {
-        e = parse_call(std::move(e));
+        e = deepened(parse_call(std::move(e)), at);
       } else {
         return e;
       }
@@ -631,12 +654,13 @@ class Parser {
 
   ExprPtr parse_filter_expr(ExprPtr e) {
     while (true) {
+      const Token& at = cur();
       if (is_op("|")) {
-        e = parse_filter(std::move(e), false);
+        e = deepened(parse_filter(std::move(e), false), at);
       } else if (is_name("is")) {
-        e = parse_test(std::move(e));
+        e = deepened(parse_test(std::move(e)), at);
       } else if (is_op("(")) {
-        e = parse_call(std::move(e));
+        e = deepened(parse_call(std::move(e)), at);
       } else {
         return e;
       }
@@ -762,7 +786,7 @@ class Parser {
       if (!find_filter(e->name) && soft_ == 0) fail(at, "No filter named '" + e->name + "'.");
       if (is_op("(")) parse_call_args(*e);
       e->a = std::move(input);
-      input = std::move(e);
+      input = deepened(std::move(e), at);
     }
     return input;
   }

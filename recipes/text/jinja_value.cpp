@@ -212,7 +212,21 @@ std::string format_float(double f) {
   return out;
 }
 
-std::string repr(const Value& v) {
+namespace {
+// Python's repr marks a container already being written: a list holding itself is [[...]], a namespace
+// holding itself <Namespace {'a': <Namespace {...}>}> (as jinja2 prints it); it recursed for ever here.
+std::string repr_in(const Value& v, std::vector<const void*>& open);
+
+template <class Fn>
+std::string guarded(const void* container, std::vector<const void*>& open, const char* again, Fn write) {
+  if (std::find(open.begin(), open.end(), container) != open.end()) return again;
+  open.push_back(container);
+  std::string out = write();
+  open.pop_back();
+  return out;
+}
+
+std::string repr_in(const Value& v, std::vector<const void*>& open) {
   switch (v.kind()) {
     case Value::Kind::Undefined:
       return "Undefined";
@@ -229,40 +243,50 @@ std::string repr(const Value& v) {
     case Value::Kind::List: {
       const auto& items = v.list().items;
       if (v.list().is_iterator()) return "<" + v.list().view + " object>";
-      if (!v.list().view.empty()) {  // dict_items([...])
-        std::string out = v.list().view + "([";
-        for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + repr(items[i]);
-        return out + "])";
-      }
-      std::string out = v.is_tuple() ? "(" : "[";
-      for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + repr(items[i]);
-      if (v.is_tuple() && items.size() == 1) out += ",";
-      return out + (v.is_tuple() ? ")" : "]");
+      return guarded(&v.list(), open, v.is_tuple() ? "(...)" : "[...]", [&] {
+        if (!v.list().view.empty()) {  // dict_items([...])
+          std::string out = v.list().view + "([";
+          for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + repr_in(items[i], open);
+          return out + "])";
+        }
+        std::string out = v.is_tuple() ? "(" : "[";
+        for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + repr_in(items[i], open);
+        if (v.is_tuple() && items.size() == 1) out += ",";
+        return out + (v.is_tuple() ? ")" : "]");
+      });
     }
-    case Value::Kind::Dict: {
-      std::string out = "{";
-      bool first = true;
-      for (const auto& [k, val] : v.dict().entries) {
-        out += (first ? "" : ", ") + repr(k) + ": " + repr(val);
-        first = false;
-      }
-      return out + "}";
-    }
-    case Value::Kind::Namespace: {
-      std::string out = "<Namespace {";
-      bool first = true;
-      for (const auto& [k, val] : v.ns().attrs) {
-        out += (first ? "" : ", ") + py_repr_string(k) + ": " + repr(val);
-        first = false;
-      }
-      return out + "}>";
-    }
+    case Value::Kind::Dict:
+      return guarded(&v.dict(), open, "{...}", [&] {
+        std::string out = "{";
+        bool first = true;
+        for (const auto& [k, val] : v.dict().entries) {
+          out += (first ? "" : ", ") + repr_in(k, open) + ": " + repr_in(val, open);
+          first = false;
+        }
+        return out + "}";
+      });
+    case Value::Kind::Namespace:
+      return guarded(&v.ns(), open, "<Namespace {...}>", [&] {
+        std::string out = "<Namespace {";
+        bool first = true;
+        for (const auto& [k, val] : v.ns().attrs) {
+          out += (first ? "" : ", ") + py_repr_string(k) + ": " + repr_in(val, open);
+          first = false;
+        }
+        return out + "}>";
+      });
     case Value::Kind::Callable:
       return "<built-in function " + v.callable_fn().name + ">";
     case Value::Kind::Object:
       return "<" + std::string(v.object().type_name()) + " object>";
   }
   return "";
+}
+}  // namespace
+
+std::string repr(const Value& v) {
+  std::vector<const void*> open;
+  return repr_in(v, open);
 }
 
 std::string to_str(const Value& v) {

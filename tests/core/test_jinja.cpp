@@ -224,6 +224,9 @@ const Case kCases[] = {
 
 // More templates compared with jinja2 only (no hand-written expectation), errors included.
 const char* const kCrossOnly[] = {
+    // A namespace holding itself: repr marks it as Python does (it recursed for ever).
+    "{% set ns = namespace(a=1) %}{% set ns.a = ns %}{{ ns }}",
+    "{% set ns = namespace(a=1, b=[]) %}{% set ns.b = [ns, {'k': ns}] %}{{ ns.b }}",
     "{{ 1 + 'a' }}",
     "{{ 'a' + 1 }}",
     "{{ 'a' < 1 }}",
