@@ -158,14 +158,20 @@ Renderer::Flow Renderer::exec(const Body& body, const std::shared_ptr<Frame>& fr
   return Flow::Normal;
 }
 
+// The output (or a block being captured) grows only through here, within the size a template may make.
+void Renderer::emit(const std::string& text) {
+  check_text_size(uint64_t(out().size()) + text.size(), "the output");
+  out() += text;
+}
+
 Renderer::Flow Renderer::exec_stmt(const Stmt& s, const std::shared_ptr<Frame>& frame) {
   try {
     switch (s.kind) {
       case Stmt::Kind::Text:
-        out() += s.text;
+        emit(s.text);
         return Flow::Normal;
       case Stmt::Kind::Print:
-        out() += to_str(eval(*s.expr, frame));
+        emit(to_str(eval(*s.expr, frame)));
         return Flow::Normal;
       case Stmt::Kind::If:
         for (const auto& [test, body] : s.branches)
@@ -210,12 +216,12 @@ Renderer::Flow Renderer::exec_stmt(const Stmt& s, const std::shared_ptr<Frame>& 
                                                  : Value::undefined("'" + block->params[i].name + "' is undefined");
           return Value(r.capture(block->body, f));
         });
-        out() += to_str(eval_call(*s.expr, frame, &caller));
+        emit(to_str(eval_call(*s.expr, frame, &caller)));
         return Flow::Normal;
       }
       case Stmt::Kind::FilterBlock: {
         const Value text(capture(s.body, child(frame)));
-        out() += to_str(eval_filter(*s.expr, frame, &text));
+        emit(to_str(eval_filter(*s.expr, frame, &text)));
         return Flow::Normal;
       }
       case Stmt::Kind::With: {
@@ -537,7 +543,11 @@ Value Renderer::eval_inner(const Expr& e, const std::shared_ptr<Frame>& frame) {
       return eval_compare(e, frame);
     case Expr::Kind::Concat: {
       std::string text;
-      for (const auto& item : e.items) text += to_str(eval(*item, frame));
+      for (const auto& item : e.items) {
+        const std::string part = to_str(eval(*item, frame));
+        check_text_size(uint64_t(text.size()) + part.size(), "the string '~' makes");
+        text += part;
+      }
       return Value(std::move(text));
     }
     case Expr::Kind::CondExpr:

@@ -34,6 +34,7 @@ class Renderer {
  private:
   enum class Flow { Normal, Break, Continue };
   std::string& out() { return buffers_.back(); }
+  void emit(const std::string& text);  // appends to out(), bounded (check_text_size)
   bool observed() const { return observer_ && buffers_.size() == 1; }
 
   Flow exec(const Body& body, const std::shared_ptr<Frame>& frame);

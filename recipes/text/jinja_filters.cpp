@@ -221,8 +221,11 @@ Value do_tojson(const Value& value, const Args& args) {
     o.has_indent = true;
     if (a[1]->is_string())
       o.indent = a[1]->str();
-    else
-      o.indent = std::string(static_cast<size_t>(std::max<int64_t>(0, int_param(a[1], 0))), ' ');
+    else {
+      const int64_t indent = std::max<int64_t>(0, int_param(a[1], 0));
+      check_text_size(uint64_t(indent), "the tojson indent");
+      o.indent = std::string(static_cast<size_t>(indent), ' ');
+    }
   }
   if (a[2] && !a[2]->is_none()) {
     const std::vector<Value> seps = iterate(*a[2]);
@@ -256,10 +259,11 @@ Value do_round(const Value& value, const Args& args) {
 
 Value do_indent(const Value& value, const Args& args) {
   const auto a = bind(args, {"width", "first", "blank"}, "indent");
-  const std::string indention = a[0] && a[0]->is_string()
-                                    ? a[0]->str()
-                                    : std::string(static_cast<size_t>(std::max<int64_t>(0, int_param(a[0], 4))), ' ');
+  const int64_t width = a[0] && a[0]->is_string() ? 0 : std::max<int64_t>(0, int_param(a[0], 4));
+  check_text_size(uint64_t(width), "the indent");
+  const std::string indention = a[0] && a[0]->is_string() ? a[0]->str() : std::string(static_cast<size_t>(width), ' ');
   const std::vector<std::string> lines = py_splitlines(to_str(value) + "\n", false);
+  check_text_size(uint64_t(lines.size()) * indention.size() + to_str(value).size(), "the indented text");
   std::string rv;
   if (flag(a[2])) {
     for (size_t i = 0; i < lines.size(); ++i) rv += (i ? "\n" + indention : "") + lines[i];
@@ -314,8 +318,11 @@ std::unordered_map<std::string, FilterFn> make_filters() {
       row.push_back(item);
     }
     if (!row.empty()) {
-      if (a[1] && !a[1]->is_none())
+      if (a[1] && !a[1]->is_none()) {
+        // batch(1e9, fill) filled a billion items: the fill is bounded as a list is.
+        if (n > int64_t(1) << 20) throw Fault("batch() would fill a row to more than 1048576 items");
         while (static_cast<int64_t>(row.size()) < n) row.push_back(*a[1]);
+      }
       rows.push_back(make_list(std::move(row)));
     }
     return make_view(std::move(rows), "generator");
@@ -328,6 +335,7 @@ std::unordered_map<std::string, FilterFn> make_filters() {
     const std::string s = to_str(v);
     const int64_t width = int_param(a[0], 80), len = static_cast<int64_t>(utf8_length(s));
     if (width <= len) return Value(s);
+    check_text_size(uint64_t(width) + s.size(), "the centred string");
     const int64_t margin = width - len, left = margin / 2 + (margin & width & 1);  // CPython's str.center
     return Value(std::string(static_cast<size_t>(left), ' ') + s +
                  std::string(static_cast<size_t>(margin - left), ' '));
@@ -411,7 +419,9 @@ std::unordered_map<std::string, FilterFn> make_filters() {
     std::string out;
     bool first = true;
     for (const auto& item : iterate(v)) {
-      out += (first ? "" : sep) + to_str(a[1] ? lookup_path(item, parts) : item);
+      const std::string part = to_str(a[1] ? lookup_path(item, parts) : item);
+      check_text_size(uint64_t(out.size()) + (first ? 0 : sep.size()) + part.size(), "the joined string");
+      out += (first ? "" : sep) + part;
       first = false;
     }
     return Value(out);

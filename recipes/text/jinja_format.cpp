@@ -9,6 +9,20 @@
 namespace tb::text::jinja::detail {
 namespace {
 
+// A width or precision in a format ("%0999999999d", "{:>9999999999}", "%.999999999f") is read within
+// what a template may make: the digits overflowed an int, or asked for gigabytes of padding.
+template <class Text>
+int format_number(const Text& text, size_t& i) {
+  int64_t value = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+    value = value * 10 + (text[i] - '0');
+    if (value > int64_t(kMaxTextBytes))
+      throw Fault("a format width or precision larger than a template may make (" +
+                  std::to_string(kMaxTextBytes >> 20) + " MiB)");
+  }
+  return static_cast<int>(value);
+}
+
 std::string int_to_base(int64_t v, int base, bool upper) {
   if (v == 0) return "0";
   const char* digits = upper ? "0123456789ABCDEF" : "0123456789abcdef";
@@ -91,12 +105,8 @@ std::string percent_format(const std::string& fmt, const Value& args) {
       space |= fmt[i] == ' ';
       alt |= fmt[i] == '#';
     }
-    int width = 0, precision = -1;
-    for (; i < fmt.size() && fmt[i] >= '0' && fmt[i] <= '9'; ++i) width = width * 10 + (fmt[i] - '0');
-    if (i < fmt.size() && fmt[i] == '.') {
-      precision = 0;
-      for (++i; i < fmt.size() && fmt[i] >= '0' && fmt[i] <= '9'; ++i) precision = precision * 10 + (fmt[i] - '0');
-    }
+    int width = format_number(fmt, i), precision = -1;
+    if (i < fmt.size() && fmt[i] == '.') precision = format_number(fmt, ++i);
     while (i < fmt.size() && (fmt[i] == 'h' || fmt[i] == 'l' || fmt[i] == 'L')) ++i;
     if (i >= fmt.size()) throw Fault("incomplete format");
     const char type = fmt[i];
@@ -196,16 +206,11 @@ std::string format_spec(const Value& v, const std::string& spec) {
     if (!align) fill = '0', align = '=';
     ++i;
   }
-  int width = 0;
-  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) width = width * 10 + static_cast<int>(s[i] - '0');
+  const int width = format_number(s, i);
   char grouping = 0;
   if (i < s.size() && (s[i] == ',' || s[i] == '_')) grouping = static_cast<char>(s[i++]);
   int precision = -1;
-  if (i < s.size() && s[i] == '.') {
-    precision = 0;
-    for (++i; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i)
-      precision = precision * 10 + static_cast<int>(s[i] - '0');
-  }
+  if (i < s.size() && s[i] == '.') precision = format_number(s, ++i);
   char type = i < s.size() ? static_cast<char>(s[i++]) : 0;
   if (i != s.size()) throw Fault("Invalid format specifier");
 

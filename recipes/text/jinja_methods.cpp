@@ -86,6 +86,7 @@ std::string pad(const std::string& s, int64_t width, const std::optional<Value>&
   if (utf8_length(f) != 1) throw Fault("The fill character must be exactly one character long");
   const int64_t len = static_cast<int64_t>(utf8_length(s));
   if (width <= len) return s;
+  check_text_size(uint64_t(width) + s.size(), "the padded string");
   const int64_t margin = width - len;
   int64_t left = how == 'l' ? 0 : how == 'r' ? margin : margin / 2 + (margin & width & 1);
   std::string out;

@@ -464,6 +464,16 @@ int64_t int_result(bool overflowed, int64_t value, const std::string& op) {
   return value;
 }
 
+}  // namespace
+
+void check_text_size(uint64_t bytes, const std::string& what) {
+  if (bytes > kMaxTextBytes)
+    throw Fault(what + " would be " + std::to_string(bytes >> 20) + " MiB, larger than a template may make (" +
+                std::to_string(kMaxTextBytes >> 20) + " MiB)");
+}
+
+namespace {
+
 // 'x' * n and [..] * n with a huge n would take memory without end (Python raises MemoryError).
 constexpr uint64_t kMaxRepeatBytes = 16u << 20, kMaxRepeatItems = 1u << 20;
 
@@ -497,8 +507,13 @@ Value binary(const std::string& op, const Value& a, const Value& b) {
       const bool overflowed = __builtin_add_overflow(a.as_int(), b.as_int(), &r);
       return Value(int_result(overflowed, r, op));
     }
-    if (a.is_string() && b.is_string()) return Value(a.str() + b.str());
+    if (a.is_string() && b.is_string()) {
+      check_text_size(uint64_t(a.str().size()) + b.str().size(), "the string '+' makes");
+      return Value(a.str() + b.str());
+    }
     if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple() && a.list().view.empty() && b.list().view.empty()) {
+      if (a.list().items.size() + b.list().items.size() > kMaxRepeatItems)
+        throw Fault("the list '+' makes would hold more than " + std::to_string(kMaxRepeatItems) + " items");
       std::vector<Value> items = a.list().items;
       items.insert(items.end(), b.list().items.begin(), b.list().items.end());
       return make_list(std::move(items), a.is_tuple());

@@ -66,6 +66,11 @@ struct Fault : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The most a template may make of one string, a value or the output: 64 MiB (`ns.s + ns.s` doubled 40
+// times reached gigabytes before a bare bad_alloc). Fault "<what> would be larger than a template may make".
+inline constexpr uint64_t kMaxTextBytes = uint64_t(64) << 20;
+void check_text_size(uint64_t bytes, const std::string& what);
+
 struct Undefined {
   std::string hint;     // what jinja2 says when it is used: "'x' is undefined", "'dict object' has no ..."
   bool unsafe = false;  // an attribute the sandbox refuses (list.append, ...): using it is a SecurityError

@@ -210,6 +210,37 @@ class TestHostileInputs : public QObject {
     }
   }
 
+  // Values and output grew to 2-5 GB before a bare bad_alloc: each is a TemplateError now, stopped at the
+  // 64 MiB (or 1,048,576 items) a template may make.
+  void templateValuesAndOutputAreBounded() {
+    const char* const cases[] = {
+        "{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s|length }}",
+        "{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}",
+        "{% set ns = namespace(l=[1]) %}{% for i in range(40) %}{% set ns.l = ns.l + ns.l %}{% endfor %}{{ ns.l|length }}",
+        "{{ '%0999999999d' % 1 }}",
+        "{{ '{:>9999999999}'.format(1) }}",
+        "{{ '%.999999999f' % 1.0 }}",
+        "{{ 'a'.center(2000000000) }}",
+        "{{ 'a'|center(2000000000) }}",
+        "{{ 'a\nb'|indent(2000000000) }}",
+        "{{ [1]|tojson(indent=2000000000) }}",
+        "{{ [1]|batch(1000000000, 0)|list }}",
+        "{% set ns = namespace(l=[]) %}{% for i in range(20) %}{% set ns.l = ns.l + ['x' * 10000000] %}{% endfor %}{{ ns.l|join(',') }}",
+        "{% for i in range(100) %}{{ 'x' * 16000000 }}{% endfor %}",
+        "{% set x %}{% for i in range(100) %}{{ 'x' * 16000000 }}{% endfor %}{% endset %}{{ x|length }}",
+    };
+    for (const char* source : cases) {
+      try {
+        const std::string out = tb::text::jinja::Template(source, "t").render(tb::text::jinja::Json::object());
+        QFAIL(qPrintable(QString("rendered %1 bytes: %2").arg(out.size()).arg(source)));
+      } catch (const tb::text::jinja::TemplateError& e) {
+        const std::string why = e.message();
+        QVERIFY2(why.find("larger than a template may make") != std::string::npos || why.find("more than") != std::string::npos,
+                 qPrintable(QString("%1: %2").arg(source, e.what())));
+      }
+    }
+  }
+
   // A template variable nested past 256 levels is a TemplateError, not a stack overflow.
   void deepTemplateValuesAreRefused() {
     tb::text::jinja::Json deep = tb::text::jinja::Json::array();
