@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 
 namespace tb::inference {
@@ -9,7 +10,10 @@ namespace {
 
 int64_t pick_token(const torch::Tensor& logits, const DecodeSettings& settings, at::Generator& generator) {
   if (settings.temperature <= 0) return logits.argmax().item<int64_t>();
-  auto scaled = logits.to(torch::kFloat32) / settings.temperature;
+  // Shifted by the largest first: a tiny temperature (1e-45) sends every other logit to -inf instead of
+  // making inf - inf = NaN probabilities (multinomial then failed with a LibTorch stack trace).
+  const auto wide = logits.to(torch::kFloat64);
+  auto scaled = (wide - wide.max()) / settings.temperature;
   if (settings.top_k > 0 && settings.top_k < scaled.size(0)) {
     const auto kth = std::get<0>(scaled.topk(settings.top_k)).min();
     scaled = scaled.masked_fill(scaled < kth, -std::numeric_limits<float>::infinity());
@@ -32,6 +36,9 @@ std::vector<int64_t> conversation_prompt(const data::Tokenizer& tokenizer, std::
 Decoded decode(models::TransformerDecoderImpl& model, const data::Tokenizer& tokenizer, c10::ScalarType dtype,
                const std::vector<int64_t>& prompt, const DecodeSettings& settings, const OnToken& on_token) {
   if (settings.max_new_tokens < 0) throw std::runtime_error("max_new_tokens must be >= 0");
+  if (!std::isfinite(settings.temperature) || settings.temperature < 0)
+    throw std::runtime_error("temperature must be a number >= 0 (0: greedy), not " + std::to_string(settings.temperature));
+  if (settings.top_k < 0) throw std::runtime_error("top_k must be >= 0 (0: all tokens), not " + std::to_string(settings.top_k));
   const auto prompt_len = static_cast<int64_t>(prompt.size());
   const int64_t limit = model.args().max_seq_len;
   if (prompt_len == 0) throw std::runtime_error("the prompt is empty");
@@ -67,6 +74,8 @@ Decoded decode(models::TransformerDecoderImpl& model, const data::Tokenizer& tok
     throw;
   }
   model.teardown_caches();
+  out.at_context_limit = !out.stopped_at_eos && !out.cancelled && new_tokens < settings.max_new_tokens &&
+                         static_cast<int64_t>(out.tokens.size()) == new_tokens;
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

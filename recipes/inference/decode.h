@@ -25,6 +25,7 @@ struct Decoded {
   std::vector<int64_t> tokens;  // the new tokens, without the stop token
   bool stopped_at_eos = false;
   bool cancelled = false;       // the caller's callback said stop
+  bool at_context_limit = false;  // stopped because the model reads no more (max_seq_len), not by choice
   double seconds = 0;
 };
 

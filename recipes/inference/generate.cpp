@@ -31,6 +31,10 @@ std::vector<int64_t> prompt_tokens(const data::Tokenizer& tokenizer, const Gener
 
 GenerateResult generate(const config::Config& cfg, const GenerateOptions& options, const GenerateStream& stream) {
   if (options.max_new_tokens < 0) throw std::runtime_error("max_new_tokens must be >= 0");
+  if (options.instruct && options.chat)
+    throw std::runtime_error("--instruct and --chat are two ways to send the prompt: give one of them");
+  if (!options.instruct && !options.input.empty()) throw std::runtime_error("--input is the Alpaca input: it needs --instruct");
+  if (!options.chat && !options.system.empty()) throw std::runtime_error("--system is a chat turn: it needs --chat");
   LoadedModel loaded = load_model(cfg);
   const data::Tokenizer& tokenizer = *loaded.tokenizer;
 
@@ -45,6 +49,10 @@ GenerateResult generate(const config::Config& cfg, const GenerateOptions& option
                                  });
   result.tokens = decoded.tokens;
   result.stopped_at_eos = decoded.stopped_at_eos;
+  if (decoded.at_context_limit)
+    result.warnings.push_back("stopped after " + std::to_string(decoded.tokens.size()) +
+                              " new tokens: the model reads at most " + std::to_string(loaded.model->args().max_seq_len) +
+                              " (max_seq_len), prompt included");
   result.text = tokenizer.decode(result.tokens);
   result.seconds = decoded.seconds;
   return result;

@@ -241,6 +241,40 @@ class TestHostileInputs : public QObject {
     }
   }
 
+  // generate: a temperature of nan or 1e-45 printed a LibTorch stack trace; negative values were taken;
+  // --instruct and --chat were combined; the output stopped at the model's context without a word.
+  void generateSaysWhatItCannotDo() {
+    const QStringList base = {"generate", "--config", "tiny/full_single_device", "--prompt", "Once", "num_threads=1"};
+    const struct {
+      QStringList args;
+      const char* said;
+    } refused[] = {
+        {{"--temperature", "nan"}, "temperature must be a number >= 0"},
+        {{"--temperature", "-1"}, "temperature must be a number >= 0"},
+        {{"--top-k", "-3", "--temperature", "1"}, "top_k must be >= 0"},
+        {{"--instruct", "--chat"}, "give one of them"},
+        {{"--system", "Be brief."}, "--system is a chat turn"},
+    };
+    for (const auto& c : refused) {
+      const auto r = cli(base + c.args + QStringList{"--max-new-tokens", "2"});
+      QCOMPARE(r.code, 1);
+      QVERIFY2(r.err.contains(c.said) && r.err.count('\n') == 1, qPrintable(c.args.join(' ') + ": " + r.err));
+    }
+    // A tiny temperature samples (as good as greedy) instead of failing.
+    auto r = cli(base + QStringList{"--temperature", "1e-45", "--max-new-tokens", "3"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    // Past the context: said. The bundled model with a 16-token context (it answers in about 90 greedily).
+    const QString small = tmp_.filePath("short-context");
+    QVERIFY(QDir().mkpath(small));
+    QVERIFY(QFile::copy("resources/base_model/model.safetensors", small + "/model.safetensors"));
+    auto hf = nlohmann::json::parse(tbtest::read_file("resources/base_model/config.json"));
+    hf["max_position_embeddings"] = 16;
+    tbtest::write_file((small + "/config.json").toStdString(), hf.dump());
+    r = cli(base + QStringList{"--max-new-tokens", "100", "model.path=" + small, "checkpointer.checkpoint_dir=" + small});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(r.err.contains("the model reads at most 16 (max_seq_len)"), qPrintable(r.err));
+  }
+
   // A template variable nested past 256 levels is a TemplateError, not a stack overflow.
   void deepTemplateValuesAreRefused() {
     tb::text::jinja::Json deep = tb::text::jinja::Json::array();
