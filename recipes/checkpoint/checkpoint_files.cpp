@@ -17,8 +17,20 @@ bool is_pickle(const std::string& name) {
   return ext == ".bin" || ext == ".pt" || ext == ".pth";
 }
 
+// A file of the folder is named within it: an index's `../../../../etc/passwd` was opened.
+bool inside_folder(const std::string& name) {
+  const fs::path p(name);
+  if (p.empty() || p.is_absolute()) return false;
+  for (const auto& part : p.lexically_normal())
+    if (part == "..") return false;
+  return true;
+}
+
 std::vector<std::string> check_present(const std::string& dir, std::vector<std::string> files, const std::string& who) {
   for (const auto& f : files) {
+    if (!inside_folder(f))
+      throw std::runtime_error("checkpoint file " + f + " is outside " + dir + who +
+                               ": a checkpoint's files are named within its folder");
     if (is_pickle(f))
       throw std::runtime_error("checkpoint file " + f + " is a PyTorch pickle; tunebench reads safetensors only");
     if (!fs::exists(fs::path(dir) / f))

@@ -80,6 +80,21 @@ class TestRunFiles : public QObject {
     QVERIFY_THROWS_EXCEPTION(std::runtime_error, checkpoint::resolve_checkpoint_files(hub.string(), {"pytorch_model.bin"}));
   }
 
+  // An index or manifest naming a file outside the folder is refused, not opened.
+  void filesOutsideTheFolderAreRefused() {
+    const fs::path bad = dir("escaping");
+    write(bad / checkpoint::kIndexFileName, R"({"weight_map": {"a": "../../../../etc/passwd"}})");
+    try {
+      checkpoint::resolve_checkpoint_files(bad.string(), {});
+      QFAIL("a file outside the folder was taken");
+    } catch (const std::runtime_error& e) {
+      QVERIFY2(std::string(e.what()).find("is outside") != std::string::npos, e.what());
+    }
+    write(bad / checkpoint::kManifestName, R"({"step": 1, "model_files": ["/etc/passwd"]})");
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, checkpoint::resolve_checkpoint_files(bad.string(), {}));
+    QVERIFY(!checkpoint::holds_model_weights(bad.string()));
+  }
+
   void anOlderManifestAndAnAdapterOnlyCheckpoint() {
     // A manifest from before it listed files: the folder's own index says.
     const fs::path old = dir("old/step_2");
