@@ -1,4 +1,4 @@
-// tunebench-cli: the headless front end (DESIGN.md "The CLI"), modelled on torchtune's `tune`.
+// tunebench-cli: the headless front end (docs/contracts.md "The CLI"), modelled on torchtune's `tune`.
 // Exit codes: 0 success, 1 user error with a one-line reason on stderr. No exception and no signal
 // ends it: main catches everything, SIGINT/SIGTERM ask a running recipe to stop, SIGPIPE is ignored.
 #include <cmath>
@@ -264,7 +264,7 @@ int cmd_launch(const std::string& recipe_name, const std::string& config, const 
 
 // ---- eval and generate -----------------------------------------------------------------------------------
 
-// Progress on stderr; the last line of stdout is the JSON result (DESIGN.md "The CLI").
+// Progress on stderr; the last line of stdout is the JSON result (docs/contracts.md "The CLI").
 int cmd_eval(const std::string& config, const std::string& checkpoint, const std::vector<std::string>& overrides) {
   auto cfg = load_config_or_checkpoint("eval", config, checkpoint, overrides, tb::config::kInferenceVerbs);
   if (!cfg) return kUserError;
@@ -458,7 +458,7 @@ int cmd_bench_step(const std::string& config, std::vector<std::string> overrides
 }
 
 // Eager, then compiled, on the same config and batches in this process; the last line is the
-// comparison (DESIGN.md "Compile"; the compile issue's table).
+// comparison (docs/contracts.md "Compile"; docs/compile.md).
 int cmd_bench_compile(const std::string& config, const std::vector<std::string>& overrides,
                       const tb::bench::StepBenchOptions& base_options) {
   tb::training::RunControl interrupt;  // Ctrl-C stops the bench after the current step

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 mode=${1:-build}
 jobs=${TUNEBENCH_JOBS:-$(nproc)}
 
-# Build and run-time dependencies (DESIGN.md). libopenblas0-openmp makes OpenBLAS the BLAS in use;
+# Build and run-time dependencies (docs/contracts.md "Build rules"). libopenblas0-openmp makes OpenBLAS the BLAS in use;
 # Debian's reference BLAS is ~40x slower at matrix products. libdnnl-dev: the headers of the oneDNN
 # LibTorch already links, for the compile backend's matrix products. libgloo-dev: the headers of the Gloo
 # LibTorch links, which c10d's ProcessGroupGloo.hpp includes (the distributed recipes).

@@ -1,6 +1,6 @@
 // `tunebench-cli bench compile`: one config eager, then compiled, on the same batches in this process
 // (bench_steps each, in a scratch folder removed afterwards), then their comparison and the machine's
-// matrix-product limit (DESIGN.md "Compile"). Torch-free interface: the CLI includes it.
+// matrix-product limit (docs/contracts.md "Compile"). Torch-free interface: the CLI includes it.
 #pragma once
 
 #include <functional>

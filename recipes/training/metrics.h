@@ -14,7 +14,7 @@ namespace tb::training {
 
 enum class Phase { Warmup, Steady };
 
-// One optimizer step, as written to metrics.jsonl (DESIGN.md "Files a run writes").
+// One optimizer step, as written to metrics.jsonl (docs/contracts.md "Files a run writes").
 struct StepMetrics {
   int64_t step = 0;          // global optimizer step, 1-based
   int64_t total_steps = 0;   // planned steps of the whole run (0 when unknown)

@@ -1,4 +1,4 @@
-// The checkpoint folders a run writes (DESIGN.md "Files a run writes"): each `step_N/` or `epoch_N/`
+// The checkpoint folders a run writes (docs/contracts.md "Files a run writes"): each `step_N/` or `epoch_N/`
 // is filled in a temporary folder, the manifest tunebench_checkpoint.json is written last, and the
 // folder is renamed into place — so a checkpoint is either complete or absent.
 #pragma once
@@ -62,7 +62,7 @@ std::optional<std::string> disk_space_warning(const std::string& dir, uint64_t b
 // "2026-12-02T15:04:05Z"
 std::string utc_timestamp();
 
-// The manifest of a checkpoint folder (DESIGN.md): step, epoch, loss (null when not finite), recipe,
+// The manifest of a checkpoint folder (docs/contracts.md "Files a run writes"): step, epoch, loss (null when not finite), recipe,
 // compile, dtype ("fp32", "bf16"), seed, time and the resolved config.
 // `world_size` processes of `batch_size` samples each made every micro-batch.
 nlohmann::json checkpoint_manifest(const config::Config& cfg, const std::string& recipe, int64_t world_size, int64_t step,

@@ -1,4 +1,4 @@
-// A run's metrics.jsonl read back (DESIGN.md "Files a run writes"): the one reader the window's Runs tab,
+// A run's metrics.jsonl read back (docs/contracts.md "Files a run writes"): the one reader the window's Runs tab,
 // its live view of a multi-process run and any other front end share. Torch-free.
 //
 // The file is appended to by every run into the folder. A step number that goes back starts a new
