@@ -366,9 +366,7 @@ QString MainWindow::compileTileText() const { return compileTile_->isHidden() ? 
 // listed), the tile says how much faster the compiled step is and what its warm-up cost.
 void MainWindow::updateCompileTile() {
   if (runSetup_.isEmpty() || steadyTokensPerSecond_.empty()) return;
-  std::vector<double> v = steadyTokensPerSecond_;
-  std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
-  const double live = v[v.size() / 2];
+  const double live = tb::training::median(steadyTokensPerSecond_);  // as the twin's, from its log
   const QString self = QDir(controller_->outputDir()).absolutePath();
   for (const RunLog& twin : runs_->listedLogs()) {
     if (twin.setup != runSetup_ || twin.compiled == runCompiled_ || twin.folder() == self) continue;
@@ -770,16 +768,20 @@ void MainWindow::askChatForScreenshot() {
 // The machine line takes at most 45% of the status bar, elided (whole in its tooltip): the messages on the
 // left ran into it in a 1024 px window.
 void MainWindow::updateHardwareLabel() {
-  const QString full = hardwareText();
+  hardwareFull_ = hardwareText();  // reads the machine (memory free): not on every resize
+  hardwareLabel_->setToolTip(hardwareFull_ + "\nCores, the threads training uses, the instruction sets the kernels "
+                                             "picked, and memory (Help > About has the versions)");
+  elideHardwareLabel();
+}
+
+void MainWindow::elideHardwareLabel() {
   const int room = std::max(120, width() * 45 / 100);
-  hardwareLabel_->setText(hardwareLabel_->fontMetrics().elidedText(full, Qt::ElideRight, room));
-  hardwareLabel_->setToolTip(full + "\nCores, the threads training uses, the instruction sets the kernels picked, and "
-                                    "memory (Help > About has the versions)");
+  hardwareLabel_->setText(hardwareLabel_->fontMetrics().elidedText(hardwareFull_, Qt::ElideRight, room));
 }
 
 void MainWindow::resizeEvent(QResizeEvent* event) {
   QMainWindow::resizeEvent(event);
-  if (hardwareLabel_) updateHardwareLabel();
+  if (hardwareLabel_) elideHardwareLabel();
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -114,7 +114,8 @@ class MainWindow : public QMainWindow {
   void onState(RunState state, const QString& message);
   void onFinished(const RunOutcome& outcome);
   void updateTitle();
-  void updateHardwareLabel();
+  void updateHardwareLabel();  // the machine line read again
+  void elideHardwareLabel();   // fitted to the window's width
   void updateCompileTile();
   bool memoryAllowsStart(QString* error);
   void setBanner(const QString& html);
@@ -148,6 +149,7 @@ class MainWindow : public QMainWindow {
   QLabel* etaLabel_;
   QLabel* stateLabel_;
   QLabel* hardwareLabel_ = nullptr;
+  QString hardwareFull_;
   // The live run, for the compile tile: its setup key, mode, steady tokens/s, warm-up.
   QString runSetup_;
   bool runCompiled_ = false;

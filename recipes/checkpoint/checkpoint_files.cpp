@@ -101,12 +101,4 @@ std::vector<std::string> resolve_checkpoint_files(const std::string& dir, const 
   return check_present(dir, found, "");
 }
 
-bool holds_model_weights(const std::string& dir) {
-  try {
-    return !resolve_checkpoint_files(dir, {}).empty();
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
 }  // namespace tb::checkpoint

@@ -39,12 +39,8 @@ nlohmann::json describe_checkpoint_files(const std::string& dir);
 //   - a Tunebench checkpoint: its manifest's `model_files` (an older manifest without them: the folder's
 //     own files), whatever `files` says;
 //   - else `files` (relative to dir) when given, else model_files_in_folder.
-// Throws std::runtime_error naming the folder for a missing folder or file, a folder with no weights, and
-// PyTorch pickle files (.bin/.pt/.pth), which are not read.
+// Throws std::runtime_error naming the folder for a missing folder or file, a folder with no weights (an
+// adapter-only checkpoint), a file named outside the folder, and PyTorch pickle files (.bin/.pt/.pth).
 std::vector<std::string> resolve_checkpoint_files(const std::string& dir, const std::vector<std::string>& files);
-
-// True when `dir` holds model weights by the rules above (a Tunebench checkpoint's manifest, an index,
-// model.safetensors); false for an adapter-only checkpoint or an empty folder. Never throws.
-bool holds_model_weights(const std::string& dir);
 
 }  // namespace tb::checkpoint

@@ -41,20 +41,25 @@ config::LoadResult load_checkpoint_config(const std::string& checkpoint_dir, boo
                                           const std::vector<std::string>& overrides) {
   const fs::path dir = fs::absolute(checkpoint_dir).lexically_normal();
   const nlohmann::json manifest = manifest_with_config(dir);
-  const bool weights = checkpoint::holds_model_weights(dir.string());
   const bool adapter_files = fs::exists(dir / checkpoint::kAdapterFileName);
-  if (!weights && !adapter_files)
-    throw std::runtime_error(dir.string() + ": holds neither model weights nor a LoRA adapter");
+  // The files this folder holds, not those of the model its run started from (a Hub folder's
+  // model.safetensors is saved as model-00001-of-00001.safetensors); none: an adapter alone.
+  std::vector<std::string> weight_files;
+  try {
+    weight_files = checkpoint::resolve_checkpoint_files(dir.string(), {});
+  } catch (const std::runtime_error& e) {
+    if (!adapter_files)
+      throw std::runtime_error(dir.string() + ": holds neither model weights nor a LoRA adapter (" + e.what() + ")");
+  }
+  const bool weights = !weight_files.empty();
   if (adapter && !adapter_files)
     throw std::runtime_error(dir.string() + ": holds no LoRA adapter (adapter_model.safetensors) to export");
 
   const std::string quoted = config::yaml_quoted(dir.string());
   std::vector<std::string> all;
   if (weights) {
-    // The files this folder holds, not those of the model its run started from (a Hub folder's
-    // model.safetensors is saved as model-00001-of-00001.safetensors).
     all.push_back("checkpointer.checkpoint_dir=" + quoted);
-    all.push_back("checkpointer.checkpoint_files=" + config::yaml_flow_list(checkpoint::resolve_checkpoint_files(dir.string(), {})));
+    all.push_back("checkpointer.checkpoint_files=" + config::yaml_flow_list(weight_files));
   }
   all.push_back(adapter || !weights ? "checkpointer.adapter_checkpoint=" + quoted
                                     : std::string("checkpointer.adapter_checkpoint=null"));

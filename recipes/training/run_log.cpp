@@ -6,14 +6,14 @@
 
 namespace tb::training {
 
-namespace {
-
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+
+namespace {
 
 template <typename Field>
 double median_of_steady(const std::vector<StepMetrics>& steps, Field field) {
@@ -55,9 +55,6 @@ RunStatus run_status_from_text(const std::string& status) {
 int warmup_steps(const std::vector<StepMetrics>& steps) {
   return int(std::count_if(steps.begin(), steps.end(), [](const auto& s) { return s.phase == Phase::Warmup; }));
 }
-double median_steady_tokens_per_second(const std::vector<StepMetrics>& steps) {
-  return median_of_steady(steps, [](const StepMetrics& s) { return s.tokens_per_second; });
-}
 std::vector<double> steady_tokens_per_second(const std::vector<StepMetrics>& steps) {
   std::vector<double> v;
   for (const auto& s : steps)
@@ -65,6 +62,9 @@ std::vector<double> steady_tokens_per_second(const std::vector<StepMetrics>& ste
   return v;
 }
 
+double median_steady_tokens_per_second(const std::vector<StepMetrics>& steps) {
+  return median(steady_tokens_per_second(steps));
+}
 double relative_spread(std::vector<double> values) {
   if (values.size() < 4) return 0;
   std::sort(values.begin(), values.end());

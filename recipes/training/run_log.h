@@ -48,7 +48,9 @@ struct RunLog {
   std::vector<std::string> errors;       // "file:line: message" for lines that could not be read
 };
 
-// What the Runs tab and the compile tile say of a run's steps.
+// What the Runs tab and the compile tile say of a run's steps. median: the middle value (the mean of the
+// middle two for an even count); 0 when there is none.
+double median(std::vector<double> values);
 int warmup_steps(const std::vector<StepMetrics>& steps);
 double median_steady_tokens_per_second(const std::vector<StepMetrics>& steps);  // 0 when no step is steady
 double median_steady_step_seconds(const std::vector<StepMetrics>& steps);

@@ -21,19 +21,10 @@
 #include "RunHistory.h"
 #include "RunSetupPanel.h"
 #include "TrainingController.h"
+#include "test_support.h"
 #include "window_test_support.h"
 
 using tb::ui::RunState;
-
-namespace {
-
-void writeFile(const QString& path, const QByteArray& content) {
-  QFile f(path);
-  QVERIFY(f.open(QIODevice::WriteOnly));
-  f.write(content);
-}
-
-}  // namespace
 
 class TestWindowEngineAgree : public QObject {
   Q_OBJECT
@@ -47,8 +38,8 @@ class TestWindowEngineAgree : public QObject {
   // A CSV (or chat) file keeps train_on_input: false; alpaca_dataset's own default would train on prompts.
   void aChosenDatasetKeepsItsMasking() {
     QTemporaryDir dir;
-    writeFile(dir.filePath("rows.csv"), "instruction,input,output\nName a colour.,,Blue.\nCount to two.,,One two.\n");
-    writeFile(dir.filePath("chat.jsonl"),
+    tbtest::write_file(dir.filePath("rows.csv").toStdString(), "instruction,input,output\nName a colour.,,Blue.\nCount to two.,,One two.\n");
+    tbtest::write_file(dir.filePath("chat.jsonl").toStdString(),
               R"({"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]})"
               "\n");
     auto w = tbtest::defaultWindow();
@@ -159,7 +150,7 @@ class TestWindowEngineAgree : public QObject {
   // run before do not keep their axes.
   void startRefusesADatasetThePreviewMarkedBroken() {
     QTemporaryDir dir;
-    writeFile(dir.filePath("broken.json"), "[\n  {\"instruction\": \"a\", \"output\": \"b\"},\n  {\"instruction\": \n");
+    tbtest::write_file(dir.filePath("broken.json").toStdString(), "[\n  {\"instruction\": \"a\", \"output\": \"b\"},\n  {\"instruction\": \n");
     auto w = tbtest::defaultWindow();
     QSignalSpy ready(w->setupPanel(), &tb::ui::RunSetupPanel::previewReady);
     w->document()->setScalar("dataset.data_files", dir.filePath("broken.json"));
