@@ -3,8 +3,6 @@
 // (scripts/screenshots.sh).
 #include <QApplication>
 #include <QCommandLineParser>
-#include <QDir>
-#include <QFileInfo>
 
 #include <csignal>
 #include <memory>
@@ -12,7 +10,6 @@
 #include <iostream>
 
 #include "MainWindow.h"
-#include "config/config.h"
 
 namespace {
 // --help and --version answer without a display (on a server, over ssh): no window system is opened for them.
@@ -32,7 +29,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<QApplication> windowed;
   if (!textOnly) windowed = std::make_unique<QApplication>(argc, argv);
   QCoreApplication& app = textOnly ? *textOnly : *windowed;
-  QCoreApplication::setOrganizationName("Tunebench");
+  QCoreApplication::setOrganizationName("tunebench");  // settings in ~/.config/tunebench/
   QCoreApplication::setApplicationName("tunebench");
   QCoreApplication::setApplicationVersion(TUNEBENCH_VERSION);
   if (windowed) QGuiApplication::setDesktopFileName("io.github.tunebench.Tunebench");
@@ -54,11 +51,6 @@ int main(int argc, char** argv) {
   parser.addPositionalArgument("overrides", "Config overrides as tunebench-cli takes them: key=value, ~key.",
                                "[key=value...]");
   parser.process(app);
-
-  // Bundled configs name their files relative to the repository root or the share folder: started
-  // from elsewhere (a desktop launcher), work from the share folder so the embedded default runs.
-  const QString share = QString::fromStdString(tb::config::share_dir());
-  if (!QFileInfo::exists("resources") && QFileInfo::exists(share + "/resources")) QDir::setCurrent(share);
 
   tb::ui::StartupOptions options;
   options.config = parser.value(config);

@@ -3,6 +3,7 @@
 #   scripts/setup.sh run    install what is missing, build into build/, open the window on the embedded default
 #   scripts/setup.sh test   install what is missing, build into build/, run the whole CTest suite
 #   scripts/setup.sh build  install and build only
+#   scripts/setup.sh package  install and build, then write build/tunebench_<version>_amd64.deb (CPack)
 #   scripts/setup.sh fuzz [SECONDS]  install clang-14 and libFuzzer, fuzz the parsers (scripts/fuzz.sh)
 #   scripts/setup.sh sanitize  install what the tests need, build build-asan/ under ASan + UBSan and run the
 #                              suite there (scripts/sanitize.sh; a separate build, so CI can call it alone)
@@ -16,7 +17,8 @@ jobs=${TUNEBENCH_JOBS:-$(nproc)}
 # Build and run-time dependencies (docs/contracts.md "Build rules"). libopenblas0-openmp makes OpenBLAS the BLAS in use;
 # Debian's reference BLAS is ~40x slower at matrix products. libdnnl-dev: the headers of the oneDNN
 # LibTorch already links, for the compile backend's matrix products. libgloo-dev: the headers of the Gloo
-# LibTorch links, which c10d's ProcessGroupGloo.hpp includes (the distributed recipes).
+# LibTorch links, which c10d's ProcessGroupGloo.hpp includes (the distributed recipes). help2man writes
+# the man pages from the programs' --help; rsvg-convert renders the icon's fixed sizes.
 packages=(
   build-essential cmake pkg-config
   libtorch-dev libopenblas0-openmp libdnnl-dev
@@ -26,10 +28,16 @@ packages=(
   libsentencepiece-dev sentencepiece
   libonig-dev libutf8proc-dev
   libgloo-dev
+  help2man librsvg2-bin
 )
+# The Debian package: dpkg-shlibdeps computes its dependencies (dpkg-dev), CPack's DEB generator reads
+# ELF files with file(1).
+package_packages=(dpkg-dev file)
 # The tests compare against independent references: PyTorch's Python front end, SentencePiece's,
 # Jinja2 (the renderer transformers uses for chat templates) and CRC-32C (TensorBoard's record checksums).
-test_packages=(python3 python3-torch python3-numpy python3-sentencepiece python3-jinja2 python3-crc32c xvfb xauth time)
+# The package test builds, lints, extracts and traces the package (tests/package).
+test_packages=(python3 python3-torch python3-numpy python3-sentencepiece python3-jinja2 python3-crc32c xvfb xauth time
+               "${package_packages[@]}" lintian strace desktop-file-utils appstream)
 
 step() { printf '==> %s\n' "$*"; }
 
@@ -106,7 +114,13 @@ case "$mode" in
   test)
     install_missing "${packages[@]}" "${test_packages[@]}"; ensure_openblas; ensure_tokenizers_reference; ensure_llama_cpp_reference; build
     step "running the test suite"
-    cd build && exec ctest --output-on-failure -j "$jobs" --timeout 1200 ;;
+    # Each test carries its own TIMEOUT (tests/CMakeLists.txt), which a --timeout here would not override.
+    cd build && exec ctest --output-on-failure -j "$jobs" ;;
+  package)
+    install_missing "${packages[@]}" "${package_packages[@]}"; ensure_openblas; build
+    step "writing the Debian package"
+    (cd build && cpack -G DEB)
+    step "$(ls build/tunebench_*_amd64.deb)" ;;
   sanitize)
     install_missing "${packages[@]}" "${test_packages[@]}"; ensure_openblas; ensure_tokenizers_reference; ensure_llama_cpp_reference
     shift
@@ -115,5 +129,5 @@ case "$mode" in
     install_missing "${packages[@]}" clang-14 libclang-rt-14-dev
     shift
     exec scripts/fuzz.sh "$@" ;;
-  *) echo "usage: scripts/setup.sh run|test|build|fuzz|sanitize" >&2; exit 2 ;;
+  *) echo "usage: scripts/setup.sh run|test|build|package|fuzz|sanitize" >&2; exit 2 ;;
 esac

@@ -10,6 +10,7 @@
 #include "checkpoint/atomic_file.h"
 #include "checkpoint/hf_config.h"
 #include "components/builtin.h"
+#include "config/config.h"
 #include "config/overrides.h"
 #include "config/registry.h"
 #include "config/yaml_edit.h"
@@ -109,6 +110,11 @@ bool ConfigDocument::loadBundled(const QString& name, QString* error) {
 bool ConfigDocument::loadFile(const QString& path, QString* error) {
   QString text;
   if (!readText(path, &text, error)) return false;
+  // A bundled config opened as a file is still the product's: read-only, "Save" asks for a new path.
+  if (const std::string bundled = tb::config::bundled_config_name(path.toStdString()); !bundled.empty()) {
+    resetTo(text, {}, QString::fromStdString(bundled));
+    return true;
+  }
   resetTo(text, QFileInfo(path).absoluteFilePath(), {});
   return true;
 }
@@ -174,6 +180,10 @@ void ConfigDocument::setText(const QString& text, Origin origin) {
 
 YAML::Node ConfigDocument::value(const QString& dotted) const {
   return tb::config::yaml_get(tree_, dotted.toStdString());
+}
+
+QString ConfigDocument::inputPath(const QString& dotted) const {
+  return QString::fromStdString(tb::config::resolve_input_path(scalar(dotted).toStdString()));
 }
 
 QString ConfigDocument::scalar(const QString& dotted, const QString& fallback) const {

@@ -69,6 +69,9 @@ class ConfigDocument : public QObject {
   const YAML::Node& tree() const { return tree_; }
   YAML::Node value(const QString& dotted) const;  // invalid (IsDefined() false) when absent
   QString scalar(const QString& dotted, const QString& fallback = {}) const;
+  // A file or folder the config names (model.path, checkpointer.checkpoint_dir) as the engine opens it:
+  // from the working folder, else from the share folder, where a bundled config's `resources/...` are.
+  QString inputPath(const QString& dotted) const;
   bool boolean(const QString& dotted, bool fallback) const;
   void apply(const QVector<ConfigEdit>& edits);  // a form change: tree, then text; one changed(Form)
   void setScalar(const QString& dotted, const QString& yamlText) { apply({ConfigEdit::scalar(dotted, yamlText)}); }

@@ -3,6 +3,7 @@
 #include <QApplication>
 #include <QClipboard>
 #include <QComboBox>
+#include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -209,7 +210,9 @@ bool ConfigEditorPanel::save() {
 }
 
 bool ConfigEditorPanel::saveAs() {
-  const QString suggested = doc_->filePath().isEmpty() ? QFileInfo(doc_->displayName()).fileName() : doc_->filePath();
+  // A bundled config (or a new one) is offered a name in the home folder, never beside the bundled files.
+  const QString suggested =
+      doc_->filePath().isEmpty() ? QDir::home().filePath(QFileInfo(doc_->displayName()).fileName()) : doc_->filePath();
   const QString path = QFileDialog::getSaveFileName(this, "Save config as", suggested, "YAML (*.yaml *.yml)");
   if (path.isEmpty()) return false;
   QString error;

@@ -97,7 +97,7 @@ QString weightsAndTokenizerText(const ConfigDocument& doc, QString* problem) {
   QString text;
   const YAML::Node dirNode = doc.value("checkpointer.checkpoint_dir");
   const QString dir = dirNode.IsDefined() && dirNode.IsScalar() && dirNode.Scalar() != "null" && dirNode.Scalar() != "~"
-                          ? QString::fromStdString(dirNode.Scalar())
+                          ? doc.inputPath("checkpointer.checkpoint_dir")
                           : QString();
   if (dir.isEmpty()) {
     text = "Weights: seeded random (checkpointer.checkpoint_dir is null)";
@@ -176,7 +176,7 @@ std::optional<tb::models::ModelArgs> modelArgsFromHfFolder(const QString& folder
 std::optional<tb::models::ModelArgs> modelArgsOf(const ConfigDocument& doc, QString* error) {
   const QString base = doc.modelBaseName();
   if (auto preset = tb::models::preset_args(base.toStdString())) return preset;
-  if (base == "from_hf_config") return modelArgsFromHfFolder(doc.scalar("model.path"), error);
+  if (base == "from_hf_config") return modelArgsFromHfFolder(doc.inputPath("model.path"), error);
   if (base == "llama2" || base == "llama3") {
     tb::models::ModelArgs a;
     auto get = [&](const char* key, int64_t fallback) {

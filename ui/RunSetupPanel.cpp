@@ -312,7 +312,7 @@ void RunSetupPanel::connectEdits() {
     const QString folder = model_->itemData(index).toString();
     if (tb::models::preset_args(name.toStdString())) {
       doc_->setModelPreset(name);
-    } else if (!folder.isEmpty() && QFileInfo(folder).absoluteFilePath() != QFileInfo(doc_->scalar("model.path")).absoluteFilePath()) {
+    } else if (!folder.isEmpty() && QFileInfo(folder).absoluteFilePath() != QFileInfo(doc_->inputPath("model.path")).absoluteFilePath()) {
       QString error;  // a folder opened before in this window: open it again
       if (!openModelFolder(folder, &error)) QMessageBox::warning(this, "Open model folder", error);
     }
@@ -353,7 +353,7 @@ void RunSetupPanel::refreshFromDocument() {
     // Not a preset: show what the config builds, as an extra entry.
     // Folders stay listed (with their path) after another model is chosen, so one click goes back.
     const bool folder = base == "from_hf_config";
-    const QString path = folder ? QFileInfo(doc_->scalar("model.path")).absoluteFilePath() : QString();
+    const QString path = folder ? QFileInfo(doc_->inputPath("model.path")).absoluteFilePath() : QString();
     const QString label = folder ? "HF folder: " + QFileInfo(path).fileName() : doc_->scalar("model._component_", "(no model)");
     modelIndex = folder ? model_->findData(path) : model_->findText(label);
     if (modelIndex < 0) {

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "components/builtin.h"
+#include "config/config.h"
 #include "config/registry.h"
 #include "data/bpe_tokenizer.h"
 #include "data/family_tokenizers.h"
@@ -79,7 +80,7 @@ TokenizerPtr build_sentencepiece(const Args& args) {
   o.max_seq_len = optional_int(args, "max_seq_len");
   o.prompt_template = prompt_template(args);
   o.truncation_type = args.get_string("truncation_type");
-  return SentencePieceTokenizer::from_file(resolve_data_path(args.get_string("path")), o);
+  return SentencePieceTokenizer::from_file(config::resolve_input_path(args.get_string("path")), o);
 }
 
 TokenizerPtr build_bpe(const Args& args, bool llama3) {
@@ -90,14 +91,14 @@ TokenizerPtr build_bpe(const Args& args, bool llama3) {
   if (llama3) {
     o.parse_special_tokens = false;  // torchtune's tiktoken tokenizer encodes special-token text as text
     o.require_llama3_tokens = true;
-    if (const auto p = optional_string(args, "special_tokens_path")) o.special_tokens_path = resolve_data_path(*p);
+    if (const auto p = optional_string(args, "special_tokens_path")) o.special_tokens_path = config::resolve_input_path(*p);
   } else {
     o.parse_special_tokens = args.get_bool("parse_special_tokens");
     o.bos_token = optional_string(args, "bos_token").value_or("");
     o.eos_token = optional_string(args, "eos_token").value_or("");
     o.pad_token = optional_string(args, "pad_token").value_or("");
   }
-  return BpeTokenizer::from_file(resolve_data_path(args.get_string("path")), o);
+  return BpeTokenizer::from_file(config::resolve_input_path(args.get_string("path")), o);
 }
 
 // torchtune's special_tokens_path: a tokenizer.json whose added_tokens replace `what`.
@@ -112,7 +113,7 @@ FamilyTokenizerOptions family_options(const Args& args) {
   o.max_seq_len = optional_int(args, "max_seq_len");
   o.prompt_template = prompt_template(args);
   o.truncation_type = args.get_string("truncation_type");
-  if (const auto p = optional_string(args, "special_tokens_path")) o.special_tokens = read_added_tokens(resolve_data_path(*p));
+  if (const auto p = optional_string(args, "special_tokens_path")) o.special_tokens = read_added_tokens(config::resolve_input_path(*p));
   return o;
 }
 
@@ -136,8 +137,8 @@ void register_family_tokenizers(config::Registry& registry) {
                       vocab_merges_args("path", "merges_file"),
                       "Qwen byte-level BPE (vocab.json + merges.txt) with ChatML turns, as torchtune formats them"},
         [v](const Args& a) {
-          return make_qwen_tokenizer(v, resolve_data_path(a.get_string("path")),
-                                     resolve_data_path(a.get_string("merges_file")), family_options(a));
+          return make_qwen_tokenizer(v, config::resolve_input_path(a.get_string("path")),
+                                     config::resolve_input_path(a.get_string("merges_file")), family_options(a));
         });
   }
   auto phi3_args = tokenizer_args("null");
@@ -145,14 +146,14 @@ void register_family_tokenizers(config::Registry& registry) {
   registry.add<TokenizerPtr>(
       ComponentSpec{"tokenizer", "torchtune.models.phi3.phi3_mini_tokenizer", {"phi3_mini_tokenizer"}, phi3_args,
                     "Phi-3 mini SentencePiece tokenizer.model with <|user|> <|assistant|> <|end|> turns"},
-      [](const Args& a) { return make_phi3_mini_tokenizer(resolve_data_path(a.get_string("path")), family_options(a)); });
+      [](const Args& a) { return make_phi3_mini_tokenizer(config::resolve_input_path(a.get_string("path")), family_options(a)); });
   registry.add<TokenizerPtr>(
       ComponentSpec{"tokenizer", "torchtune.models.phi4.phi4_tokenizer", {"phi4_tokenizer"},
                     vocab_merges_args("vocab_path", "merges_path"),
                     "Phi-4 byte-level BPE (vocab.json + merges.txt) with <|im_start|>role<|im_sep|> turns"},
       [](const Args& a) {
-        return make_phi4_tokenizer(resolve_data_path(a.get_string("vocab_path")),
-                                   resolve_data_path(a.get_string("merges_path")), family_options(a));
+        return make_phi4_tokenizer(config::resolve_input_path(a.get_string("vocab_path")),
+                                   config::resolve_input_path(a.get_string("merges_path")), family_options(a));
       });
 }
 
@@ -194,13 +195,13 @@ TokenizerPtr build_hf(const Args& args) {
   o.eos_token = optional_string(args, "eos_token").value_or("");
   o.pad_token = optional_string(args, "pad_token").value_or("");
   o.chat_template = args.get_string("chat_template");
-  if (o.chat_template != "auto" && o.chat_template != "none") o.chat_template = resolve_data_path(o.chat_template);
+  if (o.chat_template != "auto" && o.chat_template != "none") o.chat_template = config::resolve_input_path(o.chat_template);
   if (!args.is_null("chat_template_kwargs")) {
     const YAML::Node kwargs = args.raw("chat_template_kwargs");
     if (!kwargs.IsMap()) throw arg_error(args, "chat_template_kwargs", "must be a map of variable: value");
     o.template_kwargs = yaml_to_json(kwargs);
   }
-  return HfTokenizer::from_path(resolve_data_path(args.get_string("path")), o);
+  return HfTokenizer::from_path(config::resolve_input_path(args.get_string("path")), o);
 }
 
 void register_tokenizers(config::Registry& registry) {

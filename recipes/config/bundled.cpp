@@ -66,6 +66,31 @@ std::string find_config(const std::string& name_or_path) {
   return {};
 }
 
+std::string bundled_config_name(const std::string& path) {
+  std::error_code ec;
+  const fs::path file = fs::weakly_canonical(path, ec);
+  if (ec || !is_file(file)) return {};
+  const fs::path root = fs::weakly_canonical(fs::path(share_dir()) / "configs", ec);
+  if (ec) return {};
+  const fs::path rel = file.lexically_relative(root);
+  if (rel.empty() || *rel.begin() == "..") return {};
+  fs::path name = rel;
+  return name.replace_extension().generic_string();
+}
+
+bool share_is_build_tree() {
+  std::error_code ec;
+  return fs::is_regular_file(fs::path(share_dir()) / ".." / ".." / "CMakeCache.txt", ec);
+}
+
+std::string resolve_input_path(const std::string& path) {
+  std::error_code ec;
+  if (path.empty() || fs::path(path).is_absolute() || fs::exists(path, ec)) return path;
+  const fs::path shared = fs::path(share_dir()) / path;
+  if (fs::exists(shared, ec)) return shared.string();
+  return path;
+}
+
 std::string recipe_for_config(const std::string& path) {
   // The leading comment block may name the recipe.
   static const std::regex kRecipeComment(R"(^#\s*recipe\s*:\s*([A-Za-z0-9_]+)\s*$)");

@@ -86,6 +86,19 @@ std::string share_dir();
 // (with or without .yaml). Empty when neither exists.
 std::string find_config(const std::string& name_or_path);
 
+// A config's bundled name (`tiny/full_single_device`) when `path` is a file under share_dir()/configs,
+// else empty: such a file is the product's, opened read-only (the window saves it under a new path).
+std::string bundled_config_name(const std::string& path);
+
+// Whether the share folder is a build tree's (`build/share/tunebench`, beside the build's CMakeCache.txt)
+// rather than an installed one (`/usr/share/tunebench`, a package extracted anywhere).
+bool share_is_build_tree();
+
+// An input file or folder a config names (a model, checkpoint, tokenizer or data file): absolute, relative
+// to the working folder, or else relative to the share folder, where the bundled configs' `resources/...`
+// live once installed. The first that exists, or the path as given (its error then names it as written).
+std::string resolve_input_path(const std::string& path);
+
 // The recipe a config is written for: a `# recipe: <name>` comment at the top of the file wins; else the
 // file name: a `lora`/`qlora`/`dora`/`qdora` word -> lora_finetune_single_device, a `full` word ->
 // full_finetune_single_device (words are split at '_' and '-'); an `eval`, `generation`, `export`...

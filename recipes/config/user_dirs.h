@@ -1,8 +1,10 @@
-// Where a user's own files go (the XDG base directories), for the window: runs in the user's data folder,
+// Where a user's own files go (the XDG base directories), for the window and an installed CLI: runs in the user's data folder,
 // never beside the programs or under the share folder the bundled configs come from. Torch-free.
 #pragma once
 
 #include <string>
+
+#include "config/config.h"
 
 namespace tb::config {
 
@@ -15,5 +17,12 @@ std::string user_runs_dir();
 // one (the bundled configs' `build/runs/tiny_full`, meant for the CLI run from the source tree) under
 // user_runs_dir() by its last part (`.../tunebench/runs/tiny_full`), so runs of one config stay together.
 std::string window_runs_folder(const std::string& output_dir);
+
+// Where `tunebench-cli run` writes a bundled config's run once installed: when `cfg` was read from a
+// bundled config of an installed share folder (not a build tree's) and its file's `output_dir` is
+// relative, the window's folder for it (window_runs_folder: `~/.local/share/tunebench/runs/tiny_full`), so
+// an installed CLI never writes `build/runs/...` under whatever folder it was started in. Empty otherwise:
+// an output_dir given as an override, or in the user's own config, stays relative to the working folder.
+std::string installed_runs_folder(const Config& cfg);
 
 }  // namespace tb::config

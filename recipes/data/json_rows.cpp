@@ -4,7 +4,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "config/config.h"
 #include "config/regular_file.h"
 #include "data/dataset.h"
 
@@ -144,15 +143,6 @@ std::vector<Row> read_text_rows(const std::string& path, const std::string& disp
     rows.push_back(std::move(row));
   }
   return rows;
-}
-
-std::string resolve_data_path(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (path.empty() || fs::path(path).is_absolute() || fs::exists(path, ec)) return path;
-  const auto shared = fs::path(config::share_dir()) / path;
-  if (fs::exists(shared, ec)) return shared.string();
-  return path;
 }
 
 void require_readable(const Row& row) {

@@ -35,11 +35,6 @@ std::vector<Row> parse_json_rows(const std::string& text, const std::string& dis
 // Plain text, one document a line (empty lines skipped): rows {"text": line}.
 std::vector<Row> read_text_rows(const std::string& path, const std::string& display_name);
 
-// A local data file named in a config: absolute, relative to the working directory, or else relative to
-// the share folder (config::share_dir(), which holds resources/). Returns the first that exists, or the
-// path as given.
-std::string resolve_data_path(const std::string& path);
-
 // Throws the row's DataError when it could not be read.
 void require_readable(const Row& row);
 

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "config/config.h"
 #include "data/csv_rows.h"
 
 namespace tb::data {
@@ -25,7 +26,7 @@ std::vector<Row> load_rows(const std::string& source, const std::vector<std::str
     throw std::invalid_argument(problem);
   std::vector<Row> rows;
   for (const auto& name : data_files) {
-    const std::string path = resolve_data_path(name);
+    const std::string path = config::resolve_input_path(name);
     std::vector<Row> part;
     if (source == "json") part = read_json_rows(path, name);
     else if (source == "csv") part = read_delimited_rows(path, name, delimiter.value_or(delimiter_for(name)));

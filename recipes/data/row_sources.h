@@ -17,7 +17,7 @@ namespace tb::data {
 //   json  a JSON array of objects or JSON Lines (.json, .jsonl)
 //   csv   comma- or tab-separated with a header row (`delimiter`, default from the extension: .tsv is tab)
 //   text  one document a line: rows {"text": line}
-// `data_files` are local paths (see resolve_data_path). A Hub dataset name as source is refused with a
+// `data_files` are local paths (see config::resolve_input_path). A Hub dataset name as source is refused with a
 // message saying how to point at a local file. Throws std::invalid_argument / DataError.
 std::vector<Row> load_rows(const std::string& source, const std::vector<std::string>& data_files,
                            const std::string& split = "train", std::optional<char> delimiter = std::nullopt);

@@ -47,7 +47,9 @@ std::vector<std::string> candidate_paths() {
   const auto exe_dir = executable_dir();
   if (!exe_dir.empty()) {
     out.push_back((exe_dir / ".." / "lib" / kLibraryName).lexically_normal().string());
-    out.push_back((exe_dir / ".." / "lib" / "tunebench" / kLibraryName).lexically_normal().string());
+#ifdef TB_PRIVATE_LIBDIR
+    out.push_back((exe_dir / ".." / TB_PRIVATE_LIBDIR / kLibraryName).lexically_normal().string());  // installed
+#endif
   }
 #ifdef TB_INSTALL_LIBDIR
   out.push_back((std::filesystem::path(TB_INSTALL_LIBDIR) / kLibraryName).string());

@@ -5,6 +5,7 @@
 #include <QtTest>
 
 #include "test_main.h"
+#include "scoped_env.h"
 
 #include <QTemporaryDir>
 
@@ -31,17 +32,6 @@ void write(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
   std::ofstream(path) << text;
 }
-
-// setenv for the scope of one check.
-struct ScopedEnv {
-  std::string name;
-  std::optional<std::string> before;
-  ScopedEnv(const char* n, const std::string& value) : name(n) {
-    if (const char* v = std::getenv(n)) before = v;
-    ::setenv(n, value.c_str(), 1);
-  }
-  ~ScopedEnv() { before ? (void)::setenv(name.c_str(), before->c_str(), 1) : (void)::unsetenv(name.c_str()); }
-};
 
 }  // namespace
 

@@ -1,0 +1,123 @@
+// How the programs find their files and where they write, installed or in the build tree (torch-free):
+// a bundled config is known by where it lies, inputs fall back on the share folder, and an installed
+// CLI's run of a bundled config goes to the user's data folder instead of the working folder.
+#include <QtTest>
+
+#include "test_main.h"
+#include "scoped_env.h"
+
+#include <QTemporaryDir>
+
+#include <filesystem>
+#include <fstream>
+
+#include "config/config.h"
+#include "config/user_dirs.h"
+
+namespace fs = std::filesystem;
+using namespace tb;
+
+namespace {
+void write(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+}
+
+// A prefix as an installed package lays it out: <root>/usr/share/tunebench with the bundled default
+// (output_dir: build/runs/tiny_full) and a resource; `build_tree` adds the CMakeCache.txt a build folder has beside its share/.
+fs::path make_prefix(const fs::path& root, bool build_tree) {
+  const fs::path share = root / "usr" / "share" / "tunebench";
+  fs::create_directories(share / "configs" / "tiny");
+  fs::copy_file(fs::path(TB_SOURCE_DIR) / "configs" / "tiny" / "full_single_device.yaml",
+                share / "configs" / "tiny" / "full_single_device.yaml");
+  write(share / "resources" / "base_model" / "config.json", "{}");
+  if (build_tree) write(root / "usr" / "CMakeCache.txt", "");
+  return share;
+}
+}  // namespace
+
+class TestInstalledLayout : public QObject {
+  Q_OBJECT
+  QTemporaryDir tmp_;
+  fs::path root() const { return fs::path(tmp_.path().toStdString()); }
+
+ private Q_SLOTS:
+  void aBundledConfigIsKnownByWhereItLies() {
+    const fs::path share = make_prefix(root() / "a", false);
+    ScopedEnv env("TUNEBENCH_SHARE_DIR", share.string());
+    const fs::path file = share / "configs" / "tiny" / "full_single_device.yaml";
+    QCOMPARE(config::bundled_config_name(file.string()), std::string("tiny/full_single_device"));
+    // The same file reached another way is still the bundled one.
+    QCOMPARE(config::bundled_config_name((share / "configs" / "tiny" / ".." / "tiny" / "full_single_device.yaml").string()),
+             std::string("tiny/full_single_device"));
+    write(root() / "mine.yaml", "seed: 1\n");
+    QVERIFY(config::bundled_config_name((root() / "mine.yaml").string()).empty());
+    QVERIFY(config::bundled_config_name((share / "configs" / ".." / "resources" / "base_model" / "config.json").string()).empty());
+    QVERIFY(config::bundled_config_name((share / "configs" / "tiny" / "nope.yaml").string()).empty());
+  }
+
+  void theShareFolderOfABuildTreeIsToldApart() {
+    {
+      ScopedEnv env("TUNEBENCH_SHARE_DIR", make_prefix(root() / "installed", false).string());
+      QVERIFY(!config::share_is_build_tree());
+    }
+    {
+      ScopedEnv env("TUNEBENCH_SHARE_DIR", make_prefix(root() / "built", true).string());
+      QVERIFY(config::share_is_build_tree());
+    }
+    // These tests run from the build tree: its share folder is a build tree's.
+    qunsetenv("TUNEBENCH_SHARE_DIR");
+    QVERIFY(config::share_is_build_tree());
+  }
+
+  void inputsFallBackOnTheShareFolder() {
+    const fs::path share = make_prefix(root() / "inputs", false);
+    ScopedEnv env("TUNEBENCH_SHARE_DIR", share.string());
+    const fs::path cwd = root() / "cwd";
+    fs::create_directories(cwd);
+    const fs::path before = fs::current_path();
+    fs::current_path(cwd);
+    const std::string from_share = config::resolve_input_path("resources/base_model");
+    write(cwd / "resources" / "base_model" / "config.json", "{}");
+    const std::string from_cwd = config::resolve_input_path("resources/base_model");
+    const std::string missing = config::resolve_input_path("resources/nothing");
+    fs::current_path(before);
+    QCOMPARE(from_share, (share / "resources" / "base_model").string());
+    QCOMPARE(from_cwd, std::string("resources/base_model"));  // the working folder's wins
+    QCOMPARE(missing, std::string("resources/nothing"));       // as written: its error names it so
+    QCOMPARE(config::resolve_input_path("/abs/path"), std::string("/abs/path"));
+  }
+
+  void anInstalledCliRunsABundledConfigIntoTheUserDataFolder() {
+    ScopedEnv data("XDG_DATA_HOME", (root() / "home" / "data").string());
+    const std::string runs = (root() / "home" / "data" / "tunebench" / "runs" / "tiny_full").string();
+    auto moved = [](const std::string& name_or_path, const std::vector<std::string>& overrides = {}) {
+      config::LoadOptions options;
+      options.overrides = overrides;
+      const config::LoadResult r = config::load_file(name_or_path, options);
+      if (!r.ok()) return std::string("load failed: ") + config::format_diagnostics(r.diagnostics);
+      return config::installed_runs_folder(*r.config);
+    };
+    {
+      ScopedEnv env("TUNEBENCH_SHARE_DIR", make_prefix(root() / "inst", false).string());
+      QCOMPARE(QString::fromStdString(moved("tiny/full_single_device")), QString::fromStdString(runs));
+      // Named by its path, it is the same bundled config.
+      QCOMPARE(moved((root() / "inst/usr/share/tunebench/configs/tiny/full_single_device.yaml").string()), runs);
+      // An output_dir the user gives stays theirs, relative to the working folder or absolute.
+      QCOMPARE(moved("tiny/full_single_device", {"output_dir=my_runs"}), std::string());
+      QCOMPARE(moved("tiny/full_single_device", {"output_dir=/srv/runs"}), std::string());
+      // The user's own config: relative to the working folder, as torchtune's.
+      fs::copy_file(root() / "inst/usr/share/tunebench/configs/tiny/full_single_device.yaml", root() / "mine.yaml",
+                    fs::copy_options::overwrite_existing);
+      QCOMPARE(moved((root() / "mine.yaml").string()), std::string());
+    }
+    {
+      // In the build tree the README's build/runs/tiny_full stays where it was.
+      ScopedEnv env("TUNEBENCH_SHARE_DIR", make_prefix(root() / "tree", true).string());
+      QCOMPARE(moved("tiny/full_single_device"), std::string());
+    }
+  }
+};
+
+TB_TEST(TestInstalledLayout)
+#include "test_installed_layout.moc"
