@@ -5,11 +5,11 @@
 
 #include "test_main.h"
 #include "scoped_env.h"
+#include "test_support.h"
 
 #include <QTemporaryDir>
 
 #include <filesystem>
-#include <fstream>
 
 #include "config/config.h"
 #include "config/user_dirs.h"
@@ -18,11 +18,6 @@ namespace fs = std::filesystem;
 using namespace tb;
 
 namespace {
-void write(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path) << text;
-}
-
 // A prefix as an installed package lays it out: <root>/usr/share/tunebench with the bundled default
 // (output_dir: build/runs/tiny_full) and a resource; `build_tree` adds the CMakeCache.txt a build folder has beside its share/.
 fs::path make_prefix(const fs::path& root, bool build_tree) {
@@ -30,8 +25,8 @@ fs::path make_prefix(const fs::path& root, bool build_tree) {
   fs::create_directories(share / "configs" / "tiny");
   fs::copy_file(fs::path(TB_SOURCE_DIR) / "configs" / "tiny" / "full_single_device.yaml",
                 share / "configs" / "tiny" / "full_single_device.yaml");
-  write(share / "resources" / "base_model" / "config.json", "{}");
-  if (build_tree) write(root / "usr" / "CMakeCache.txt", "");
+  tbtest::write_file((share / "resources" / "base_model" / "config.json").string(), "{}");
+  if (build_tree) tbtest::write_file((root / "usr" / "CMakeCache.txt").string(), "");
   return share;
 }
 }  // namespace
@@ -50,7 +45,7 @@ class TestInstalledLayout : public QObject {
     // The same file reached another way is still the bundled one.
     QCOMPARE(config::bundled_config_name((share / "configs" / "tiny" / ".." / "tiny" / "full_single_device.yaml").string()),
              std::string("tiny/full_single_device"));
-    write(root() / "mine.yaml", "seed: 1\n");
+    tbtest::write_file((root() / "mine.yaml").string(), "seed: 1\n");
     QVERIFY(config::bundled_config_name((root() / "mine.yaml").string()).empty());
     QVERIFY(config::bundled_config_name((share / "configs" / ".." / "resources" / "base_model" / "config.json").string()).empty());
     QVERIFY(config::bundled_config_name((share / "configs" / "tiny" / "nope.yaml").string()).empty());
@@ -78,7 +73,7 @@ class TestInstalledLayout : public QObject {
     const fs::path before = fs::current_path();
     fs::current_path(cwd);
     const std::string from_share = config::resolve_input_path("resources/base_model");
-    write(cwd / "resources" / "base_model" / "config.json", "{}");
+    tbtest::write_file((cwd / "resources" / "base_model" / "config.json").string(), "{}");
     const std::string from_cwd = config::resolve_input_path("resources/base_model");
     const std::string missing = config::resolve_input_path("resources/nothing");
     fs::current_path(before);

@@ -5,6 +5,7 @@
 #include <QString>
 #include <QStringList>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -48,7 +49,7 @@ inline QString last_line(const QString& text) {
   return lines.isEmpty() ? QString() : lines.last();
 }
 
-// A file's bytes ("" when it cannot be read), and writing bytes to a file.
+// A file's bytes ("" when it cannot be read), and writing bytes to a file (its folders made first).
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream ss;
@@ -56,6 +57,9 @@ inline std::string read_file(const std::string& path) {
   return ss.str();
 }
 inline void write_file(const std::string& path, const std::string& bytes) {
+  std::error_code ec;
+  if (const auto parent = std::filesystem::path(path).parent_path(); !parent.empty())
+    std::filesystem::create_directories(parent, ec);
   std::ofstream(path, std::ios::binary) << bytes;
 }
 
