@@ -6,6 +6,7 @@
 #include "config/schema.h"
 #include "training/metric_loggers.h"
 #include "training/output_lock.h"
+#include "training/run_checkpoint.h"
 
 namespace tb {
 
@@ -14,9 +15,12 @@ training::RunResult run_with_harness(const RecipeInfo& recipe, const config::Con
   training::RunResult result;
   std::unique_ptr<training::OutputDirLock> lock;  // before the log opens: one run per output_dir
   std::unique_ptr<training::FanOutLogger> logger;
+  std::vector<std::string> claimed;
   try {
     if (harness.rank == 0) {
       lock = std::make_unique<training::OutputDirLock>(config::setting_string(cfg, "output_dir"));
+      // Before the log opens: a folder holding another run's checkpoints is refused untouched.
+      claimed = training::claim_output_dir(cfg, training::metrics_log_dir(cfg) + "/metrics.jsonl");
       logger = training::make_metric_logger(cfg, components::builtin());
       if (harness.print_progress && !logger->contains<training::StdoutLogger>())
         logger->add(std::make_shared<training::StdoutLogger>());
@@ -31,6 +35,7 @@ training::RunResult run_with_harness(const RecipeInfo& recipe, const config::Con
     return result;
   }
   for (const auto& l : harness.loggers) logger->add(l);
+  for (const auto& line : claimed) logger->log_event({{"event", "info"}, {"message", line}});
   try {
     result = recipe.run(cfg, *logger, control);
   } catch (const std::exception& e) {

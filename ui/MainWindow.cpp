@@ -470,18 +470,20 @@ bool MainWindow::startRun(QString* error) {
   }
   if (!memoryAllowsStart(error)) return false;
   const QString folder = nextRunFolder();
+  std::vector<std::string> overrides = {"output_dir=" + yamlQuoted(folder)};
   if (holdsARun(folder)) {
-    const bool reuse = confirmReuse_ ? confirmReuse_(folder)
-                                     : QMessageBox::question(this, "The run folder is in use",
-                                                             folder + " holds a run already. Write this run into it "
-                                                             "too (its log continues, its checkpoints stay)?") ==
-                                           QMessageBox::Yes;
-    if (!reuse) {
+    // Two runs in one folder would mix their checkpoints and logs: the earlier one goes, or this one waits.
+    const bool replace = confirmReuse_ ? confirmReuse_(folder)
+                                       : QMessageBox::question(this, "The run folder is in use",
+                                                               folder + " holds a run already. Replace it? Its "
+                                                               "checkpoints and log are deleted.") == QMessageBox::Yes;
+    if (!replace) {
       if (error) *error = folder + " holds a run already: give the run another name";
       return false;
     }
+    overrides.push_back("overwrite_output_dir=true");
   }
-  if (!startWith({"output_dir=" + yamlQuoted(folder)}, 0, error)) return false;
+  if (!startWith(overrides, 0, error)) return false;
   setup_->runNameEdit()->clear();
   return true;
 }

@@ -64,7 +64,8 @@ class MainWindow : public QMainWindow {
 
   // Asked before closing during a run; true = stop (saving) and close. Default: a message box.
   void setCloseConfirmation(std::function<bool()> confirm) { confirmClose_ = std::move(confirm); }
-  // Asked before a run writes into a folder that already holds one; true = reuse it. Default: a message box.
+  // Asked before a run writes into a folder that already holds one; true = replace it (the earlier run's
+  // checkpoints and log are deleted: overwrite_output_dir). Default: a message box.
   void setReuseConfirmation(std::function<bool(const QString& folder)> confirm) { confirmReuse_ = std::move(confirm); }
   // Asked before a run whose memory estimate exceeds the memory available; true = start anyway.
   void setMemoryConfirmation(std::function<bool(const QString& why)> confirm) { confirmMemory_ = std::move(confirm); }

@@ -117,6 +117,7 @@ std::vector<KeySpec> build_schema() {
              {"DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL"}),
       value(         "output_dir",                   T::Path,  kRequired, "",      "checkpoints and logs/metrics.jsonl go here"),
       value(         "resume_from_checkpoint",       T::Bool,  kOptional, "false", "continue from the checkpoint in checkpointer.checkpoint_dir"),
+      value(         "overwrite_output_dir",         T::Bool,  kOptional, "false", "start afresh in an output_dir that holds another run's checkpoints: they and its log are deleted"),
       nullable(at_least(value("save_every_n_steps",  T::Int,   kOptional, "null",  "also checkpoint every n steps; 0 or null = at epoch ends only"), 0)),
       only_for(value("save_adapter_weights_only",    T::Bool,  kOptional, "false", "save only the LoRA adapter"), {kLoraFinetuneRecipe, kLoraDistributedRecipe}),
 

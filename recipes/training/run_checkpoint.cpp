@@ -12,8 +12,10 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <stdexcept>
 
+#include "config/config.h"
 #include "config/schema.h"
 #include "text/json_text.h"
 #include "text/strings.h"
@@ -203,6 +205,88 @@ std::string find_resume_folder(const std::optional<std::string>& checkpoint_dir,
                            " holds no complete checkpoint (and checkpointer.checkpoint_dir is not one)");
 }
 
+std::string new_run_id() {
+  std::random_device device;
+  const uint64_t id = (uint64_t(device()) << 32) ^ device();
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(id));
+  return hex;
+}
+
+std::string run_id_of(const std::string& checkpoint_folder) {
+  const auto manifest = read_manifest(checkpoint_folder);
+  if (!manifest) return {};
+  const auto it = manifest->find("run_id");
+  return it != manifest->end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::vector<std::string> claim_output_dir(const config::Config& cfg, const std::string& metrics_file) {
+  const std::string output_dir = config::setting_string(cfg, "output_dir");
+  const bool overwrite = config::setting_bool(cfg, "overwrite_output_dir");
+  std::vector<std::string> done;
+  if (!fs::is_directory(output_dir)) return done;
+  recover_interrupted_saves(output_dir);
+
+  // The run this one continues, if any: the same folder find_resume_folder picks (its errors are the
+  // recipe's to say: nothing is claimed then).
+  const bool resuming = config::setting_bool(cfg, "resume_from_checkpoint");
+  std::optional<std::string> checkpoint_dir;
+  if (const YAML::Node dir = cfg.at("checkpointer.checkpoint_dir"); dir && dir.IsScalar() && !dir.IsNull())
+    checkpoint_dir = config::resolve_input_path(dir.Scalar());
+  std::string own_id, resumed;
+  if (resuming) {
+    try {
+      resumed = find_resume_folder(checkpoint_dir, output_dir);
+    } catch (const std::exception&) {
+      return done;
+    }
+    own_id = run_id_of(resumed);
+  }
+  std::vector<std::string> foreign;
+  for (const auto& c : list_checkpoints(output_dir)) {
+    std::error_code ec;
+    if (!c.complete || (!resumed.empty() && fs::equivalent(c.path, resumed, ec))) continue;
+    if (!resuming || run_id_of(c.path) != own_id) foreign.push_back(c.path);
+  }
+  if (!foreign.empty() && !overwrite) {
+    std::string names;
+    for (size_t i = 0; i < foreign.size() && i < 4; ++i) names += (i ? ", " : "") + fs::path(foreign[i]).filename().string();
+    if (foreign.size() > 4) names += ", … (" + std::to_string(foreign.size()) + " in all)";
+    throw std::runtime_error("output_dir " + output_dir + " holds another run's checkpoints (" + names + "): " +
+                             (resuming ? "they are not the resumed run's; " : "") +
+                             "continue that run with resume_from_checkpoint=true, write this one elsewhere "
+                             "(output_dir=...), or delete them and start afresh with overwrite_output_dir=true");
+  }
+  for (const auto& path : foreign) {
+    std::error_code ec;
+    if (checkpoint_dir && fs::equivalent(path, *checkpoint_dir, ec))
+      throw std::runtime_error("output_dir " + output_dir + " holds " + path +
+                               ", the checkpoint this run starts from: write this run elsewhere (output_dir=...)");
+  }
+  for (const auto& path : foreign) {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+    if (ec) throw std::runtime_error("overwrite_output_dir: cannot delete " + path + ": " + ec.message());
+    done.push_back("overwrite_output_dir: deleted " + path + " (another run's checkpoint)");
+  }
+  // A fresh run's log starts empty.
+  std::error_code ec;
+  if (!resuming && fs::is_regular_file(metrics_file, ec) && fs::file_size(metrics_file, ec) > 0) {
+    if (overwrite || !foreign.empty()) {
+      fs::remove(metrics_file, ec);
+      if (!ec) done.push_back("overwrite_output_dir: deleted the earlier run's " + metrics_file);
+    } else {
+      std::string stamp = utc_timestamp();
+      stamp.erase(std::remove(stamp.begin(), stamp.end(), ':'), stamp.end());
+      const fs::path kept = fs::path(metrics_file).parent_path() / ("metrics." + stamp + ".jsonl");
+      fs::rename(metrics_file, kept, ec);
+      if (!ec) done.push_back("the earlier run's log (it saved no checkpoint) is kept as " + kept.string());
+    }
+    if (ec) throw std::runtime_error("cannot set the earlier run's log aside: " + metrics_file + ": " + ec.message());
+  }
+  return done;
+}
+
 namespace {
 
 std::string gib(uint64_t bytes) {
@@ -241,7 +325,8 @@ std::string utc_timestamp() {
 }
 
 nlohmann::json checkpoint_manifest(const config::Config& cfg, const std::string& recipe, int64_t world_size, int64_t step,
-                                   int64_t epochs_run, double loss, const std::string& dtype, uint64_t seed) {
+                                   int64_t epochs_run, double loss, const std::string& dtype, uint64_t seed,
+                                   const std::string& run_id) {
   return {{"step", step},
           {"world_size", world_size},
           {"batch_size", config::setting_int(cfg, "batch_size")},
@@ -251,6 +336,7 @@ nlohmann::json checkpoint_manifest(const config::Config& cfg, const std::string&
           {"compile", config::setting_bool(cfg, "compile")},
           {"dtype", dtype},
           {"seed", seed},
+          {"run_id", run_id},
           {"time", utc_timestamp()},
           {"config", cfg.to_yaml()}};
 }
@@ -271,7 +357,7 @@ std::string CheckpointWriter::write(const std::string& name, int64_t step, const
 void CheckpointWriter::remove_old_checkpoints() {
   std::vector<CheckpointInfo> complete;
   for (auto& c : list_checkpoints(output_dir_))
-    if (c.complete) complete.push_back(std::move(c));
+    if (c.complete && run_id_of(c.path) == run_id_) complete.push_back(std::move(c));  // never another run's
   // Oldest step first; the one just written is never removed.
   for (size_t i = 0; i + static_cast<size_t>(keep_last_) < complete.size(); ++i) {
     std::error_code ec;

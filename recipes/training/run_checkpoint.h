@@ -54,6 +54,18 @@ std::string find_resume_folder(const std::optional<std::string>& checkpoint_dir,
 void check_resumable(const std::string& folder, const config::Config& cfg, const std::string& dtype_name,
                      int64_t world_size, int64_t batch_size);
 
+// A fresh run's id: 16 random hex digits. The id a checkpoint records ("" for one written before ids).
+std::string new_run_id();
+std::string run_id_of(const std::string& checkpoint_folder);
+
+// A run's claim on its output_dir, made before anything is written there (the harness, under the folder's
+// lock): the folder's complete checkpoints must all be the run's own — none for a fresh run, the resumed
+// run's for a resumed one. Another run's are deleted with overwrite_output_dir: true, else the run is
+// refused (std::runtime_error naming them and the three ways on). A fresh run's metrics.jsonl starts
+// empty: an earlier log (a run that saved nothing) is kept as metrics.<time>.jsonl, or deleted with
+// overwrite_output_dir. Returns what it did, one line each, for the log.
+std::vector<std::string> claim_output_dir(const config::Config& cfg, const std::string& metrics_file);
+
 // A warning when the file system holding `dir` (or its nearest existing parent) has less free space than
 // `bytes` ("output_dir /x has 1.2 GiB free; <what> takes about 2.4 GiB"); nullopt when it has enough or
 // the space cannot be read.
@@ -63,10 +75,11 @@ std::optional<std::string> disk_space_warning(const std::string& dir, uint64_t b
 std::string utc_timestamp();
 
 // The manifest of a checkpoint folder (docs/contracts.md "Files a run writes"): step, epoch, loss (null when not finite), recipe,
-// compile, dtype ("fp32", "bf16"), seed, time and the resolved config.
+// compile, dtype ("fp32", "bf16"), seed, run_id, time and the resolved config.
 // `world_size` processes of `batch_size` samples each made every micro-batch.
 nlohmann::json checkpoint_manifest(const config::Config& cfg, const std::string& recipe, int64_t world_size, int64_t step,
-                                   int64_t epochs_run, double loss, const std::string& dtype, uint64_t seed);
+                                   int64_t epochs_run, double loss, const std::string& dtype, uint64_t seed,
+                                   const std::string& run_id);
 
 // A run's checkpoint folders: each written with write_checkpoint_folder, then announced to the logger
 // as a {"event":"checkpoint"} line; remembers the newest.
@@ -80,7 +93,11 @@ class CheckpointWriter {
   uint64_t last_bytes() const { return last_bytes_; }  // the size of the newest checkpoint written
   // checkpointer.keep_last_n_checkpoints: after each new checkpoint is complete, the oldest complete
   // ones beyond `n` are removed (0: keep all).
-  void keep_last(int64_t n) { keep_last_ = n; }
+  // Only checkpoints of run `run_id` (their manifest's) are ever removed.
+  void keep_last(int64_t n, std::string run_id) {
+    keep_last_ = n;
+    run_id_ = std::move(run_id);
+  }
 
  private:
   void remove_old_checkpoints();
@@ -90,6 +107,7 @@ class CheckpointWriter {
   std::string last_;
   uint64_t last_bytes_ = 0;
   int64_t keep_last_ = 0;
+  std::string run_id_;
 };
 
 }  // namespace tb::training

@@ -60,7 +60,7 @@ void drop_output_paths(YAML::Node node, const std::string& output_dir) {
 std::string setup_key(const config::Config& cfg) {
   YAML::Node root = YAML::Clone(cfg.root);
   if (!cfg.get_string("output_dir", "").empty()) drop_output_paths(root, cfg.get_string("output_dir", ""));
-  for (const char* key : {"compile", "resume_from_checkpoint"}) root.remove(key);
+  for (const char* key : {"compile", "resume_from_checkpoint", "overwrite_output_dir"}) root.remove(key);
   YAML::Emitter out;
   out << root;
   uint64_t h = 1469598103934665603ull;
@@ -73,7 +73,9 @@ std::string setup_key(const config::Config& cfg) {
 }  // namespace
 
 void begin_run(RunSettings& settings, const config::Config& cfg, const std::string& resume_dir, MetricLogger& logger) {
+  settings.run_id = resume_dir.empty() ? new_run_id() : run_id_of(resume_dir);
   logger.log_event({{"event", "start"},
+                    {"run_id", settings.run_id},
                     {"recipe", cfg.recipe},
                     {"compile", settings.compile},
                     {"dtype", settings.runtime.dtype_name()},

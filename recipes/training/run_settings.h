@@ -21,6 +21,10 @@ struct RunSettings {
   int64_t batch_size = 1;
   bool shuffle = true;
   bool resume_from_checkpoint = false;
+  // Which run this is: drawn by a fresh run, taken from its checkpoint by a resumed one (older
+  // checkpoints have none: ""). Every checkpoint's manifest records it; keep_last_n_checkpoints removes
+  // only this run's.
+  std::string run_id;
   LoopOptions loop;
   double clip_grad_norm = 0;  // 0: no clipping
   bool activation_checkpointing = false;
@@ -39,7 +43,7 @@ RunSettings read_run_settings(const config::Config& cfg);
 // records (the run was started with it, perhaps picked for `seed: null`), the ranks of a group take rank
 // 0's (so `seed: null` draws one seed for all of them); then the runtime is applied
 // on this thread, tensor memory is counted, and the seed and any keys that have no effect here are
-// logged. `resume_dir` empty: a fresh run.
+// logged, and the run's id is drawn or read (RunSettings::run_id). `resume_dir` empty: a fresh run.
 void begin_run(RunSettings& settings, const config::Config& cfg, const std::string& resume_dir, MetricLogger& logger);
 
 // {"event":"info","message":text}

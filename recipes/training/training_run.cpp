@@ -15,7 +15,7 @@ TrainingRun::TrainingRun(const config::Config& cfg, const config::Registry& regi
                          RunControl& control)
     : cfg_(cfg), settings_(settings), writer_(settings.output_dir, logger) {
   if (const YAML::Node keep = cfg.at("checkpointer.keep_last_n_checkpoints"); keep && !keep.IsNull())
-    writer_.keep_last(keep.as<int64_t>());
+    writer_.keep_last(keep.as<int64_t>(), settings.run_id);
   // Data, after the model: the dataset may take its vocabulary.
   tokenizer_ = registry.build<std::shared_ptr<data::Tokenizer>>(cfg.at("tokenizer"));
   auto dataset = data::build_dataset(registry, cfg.at("dataset"), {tokenizer_, model->args().vocab_size});
@@ -98,7 +98,7 @@ RunResult TrainingRun::train(const SaveCheckpoint& save) {
 nlohmann::json TrainingRun::manifest(const std::string& recipe, int64_t epochs_run) const {
   // The recipe the config was loaded for (a distributed recipe runs its single-device counterpart's code).
   return checkpoint_manifest(cfg_, cfg_.recipe.empty() ? recipe : cfg_.recipe, settings_.world_size(), loop_->global_step(), epochs_run, loop_->last_loss(),
-                             settings_.runtime.dtype_name(), settings_.runtime.seed);
+                             settings_.runtime.dtype_name(), settings_.runtime.seed, settings_.run_id);
 }
 
 void TrainingRun::write_checkpoint(const std::string& name, const nlohmann::json& manifest,

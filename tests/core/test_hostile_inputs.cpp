@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +22,7 @@
 #include "data/json_rows.h"
 #include "test_support.h"
 #include "text/jinja.h"
+#include "training/run_checkpoint.h"
 
 namespace fs = std::filesystem;
 
@@ -51,6 +53,68 @@ class TestHostileInputs : public QObject {
     QVERIFY(tmp_.isValid());
     QVERIFY2(!cli_.isEmpty(), "TB_CLI is not set (ctest sets it)");
     QDir::setCurrent(TB_SOURCE_DIR);
+  }
+
+  // A second run into a used output_dir destroyed the first (the case: epochs=3 into D, then
+  // epochs=1 seed=9 keep_last_n_checkpoints=1 into D overwrote epoch_0 and deleted epoch_1, and the logs
+  // mixed). Now it is refused and D stays as it was, byte for byte; resuming the first run still works
+  // and keeps its own checkpoints only; overwrite_output_dir=true replaces the first run with the second.
+  void aSecondRunNeverTakesAnotherRunsFolder() {
+    const QString out = tmp_.filePath("used");
+    const QStringList first = {"run", "full_finetune_single_device", "--config", "tiny/full_single_device",
+                               "output_dir=" + out, "max_steps_per_epoch=1", "num_threads=1", "batch_size=4"};
+    auto r = cli(first + QStringList{"epochs=3"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const auto snapshot = [&] {
+      std::map<std::string, std::string> files;
+      for (const auto& e : fs::recursive_directory_iterator(out.toStdString()))
+        if (e.is_regular_file() && e.path().filename() != ".tunebench.lock") files[e.path().string()] = tbtest::read_file(e.path().string());
+      return files;
+    };
+    const auto before = snapshot();
+    const std::string first_id = tb::training::run_id_of((out + "/epoch_2").toStdString());
+    QVERIFY(!first_id.empty());
+
+    r = cli(first + QStringList{"epochs=1", "seed=9", "checkpointer.keep_last_n_checkpoints=1"});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("holds another run's checkpoints (epoch_0, epoch_1, epoch_2)") &&
+                 r.err.contains("overwrite_output_dir=true") && r.err.contains("resume_from_checkpoint=true"),
+             qPrintable(r.err));
+    QVERIFY(snapshot() == before);
+
+    // Resuming the first run is its own folder: it goes on, and keep_last_n removes its own checkpoints.
+    r = cli(first + QStringList{"epochs=4", "resume_from_checkpoint=true", "checkpointer.keep_last_n_checkpoints=2"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QCOMPARE(tb::training::run_id_of((out + "/epoch_3").toStdString()), first_id);
+    QCOMPARE(tb::training::list_checkpoints(out.toStdString()).size(), size_t(2));
+
+    // Told to start over, the second run replaces the first: one run's checkpoints, one run's log.
+    r = cli(first + QStringList{"epochs=1", "seed=9", "overwrite_output_dir=true"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const auto left = tb::training::list_checkpoints(out.toStdString());
+    QCOMPARE(left.size(), size_t(1));
+    QCOMPARE(QString::fromStdString(fs::path(left[0].path).filename().string()), QString("epoch_0"));
+    QVERIFY(tb::training::run_id_of(left[0].path) != first_id);
+    const QString log = QString::fromStdString(tbtest::read_file((out + "/logs/metrics.jsonl").toStdString()));
+    QCOMPARE(log.count("\"event\":\"start\""), 1);
+    QVERIFY(log.contains("\"seed\":9") || log.contains("seed 9"));
+  }
+
+  // A run that saved nothing leaves a log; the next run into the folder starts its own and keeps that one
+  // aside (metrics.<time>.jsonl), so no log mixes two runs.
+  void aFreshRunsLogIsItsOwn() {
+    const QString out = tmp_.filePath("log_only");
+    tbtest::write_file((out + "/logs/metrics.jsonl").toStdString(), "{\"event\":\"start\",\"recipe\":\"a-run-from-before\"}\n");
+    const auto r = cli({"run", "full_finetune_single_device", "--config", "tiny/full_single_device", "output_dir=" + out,
+                        "max_steps_per_epoch=1", "epochs=1", "num_threads=1", "batch_size=4"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const QStringList logs = QDir(out + "/logs").entryList({"metrics*.jsonl"}, QDir::Files, QDir::Name);
+    QCOMPARE(logs.size(), 2);
+    const QString log = QString::fromStdString(tbtest::read_file((out + "/logs/metrics.jsonl").toStdString()));
+    QVERIFY(!log.contains("a-run-from-before"));
+    QCOMPARE(log.count("\"event\":\"start\""), 1);
+    const QString kept = out + "/logs/" + (logs[0] == "metrics.jsonl" ? logs[1] : logs[0]);
+    QVERIFY(QString::fromStdString(tbtest::read_file(kept.toStdString())).contains("a-run-from-before"));
   }
 
   // `export gguf` renamed its file over whatever the output was (as root /dev/null became a file): a FIFO,

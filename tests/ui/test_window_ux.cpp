@@ -37,6 +37,7 @@
 #include "TrainingController.h"
 #include "config/config.h"
 #include "training/run_checkpoint.h"
+#include "test_support.h"
 #include "window_test_support.h"
 
 using tb::ui::ConfigEdit;
@@ -203,6 +204,18 @@ class TestWindowUx : public QObject {
     QVERIFY(!w->startRun(&error));
     QCOMPARE(asked, 1);
     QCOMPARE(w->controller()->state(), RunState::Completed);
+    // Yes replaces it: the folder then holds this run alone, one log and its own checkpoints.
+    const std::string before = tb::training::run_id_of((eager + "/epoch_0").toStdString());
+    w->setReuseConfirmation([](const QString&) { return true; });
+    w->setupPanel()->runNameEdit()->setText(QFileInfo(eager).fileName());
+    QVERIFY2(tbtest::runToTheEnd(*w, &error), qPrintable(error));
+    QCOMPARE(w->controller()->outputDir(), eager);
+    QCOMPARE(w->controller()->state(), RunState::Completed);
+    const std::string after = tb::training::run_id_of((eager + "/epoch_0").toStdString());
+    QVERIFY(!after.empty() && after != before);
+    for (const auto& c : tb::training::list_checkpoints(eager.toStdString()))
+      QCOMPARE(tb::training::run_id_of(c.path), after);
+    QCOMPARE(QString::fromStdString(tbtest::read_file((eager + "/logs/metrics.jsonl").toStdString())).count("\"event\":\"start\""), 1);
   }
 
   // Data parallel from the window: two worker processes (the CLI's launcher); the plots follow rank 0,
