@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "config/regular_file.h"
 #include "data/bpe_tokenizer.h"
 #include "text/pipeline.h"
 
@@ -16,13 +17,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// The text to encode, whole: a device or FIFO (/dev/zero never ends) and a file over 1 GiB are refused.
+std::string read_all(const std::string& path) { return config::read_input_file(path, uint64_t(1) << 30); }
 
 // `text` cut after line ends into about `n` parts of similar size.
 std::vector<std::string_view> parts_of(const std::string& text, int n) {

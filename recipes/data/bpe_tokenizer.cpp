@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/regular_file.h"
 #include "text/byte_level.h"
 #include "text/json_file.h"
 #include "text/tokenizer_json.h"
@@ -24,13 +25,7 @@ constexpr const char* kLlama3Pattern =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open tokenizer file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string read_file(const std::string& path) { return config::read_input_file(path, kMaxTokenizerJsonBytes); }
 
 std::string base64_decode(const std::string& in, bool* ok) {
   auto value = [](char c) -> int {

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "config/regular_file.h"
 #include "text/jinja.h"
 
 namespace tb::data {
@@ -14,13 +15,7 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 using text::jinja::RenderObserver;
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path.string() + ": cannot read");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string read_file(const fs::path& path, uint64_t max_bytes) { return config::read_input_file(path.string(), max_bytes); }
 
 // Records, per message, the output written while a loop was on it. Loops nest like brackets: an
 // iteration ends when the same loop moves on or ends, so a loop over a message's tool calls does not end
@@ -93,12 +88,13 @@ ChatTemplate::ChatTemplate(const std::string& source, std::string origin)
 std::optional<ChatTemplate> ChatTemplate::from_model_dir(const std::string& dir, bool for_tools) {
   const fs::path jinja = fs::path(dir) / "chat_template.jinja";
   std::error_code ec;
-  if (fs::is_regular_file(jinja, ec)) return ChatTemplate(read_file(jinja), jinja.string());
+  // A file that is there but not a file (a FIFO, a device, a folder) is refused, not passed over.
+  if (fs::exists(jinja, ec)) return ChatTemplate(read_file(jinja, kMaxChatTemplateBytes), jinja.string());
   const fs::path config_path = fs::path(dir) / "tokenizer_config.json";
-  if (!fs::is_regular_file(config_path, ec)) return std::nullopt;
+  if (!fs::exists(config_path, ec)) return std::nullopt;
   Json config;
   try {
-    config = Json::parse(read_file(config_path));
+    config = Json::parse(read_file(config_path, kMaxTokenizerJsonBytes));
   } catch (const Json::parse_error& e) {
     throw std::runtime_error(config_path.string() + ": invalid JSON: " + e.what());
   }

@@ -11,6 +11,7 @@
 // first user turn) has no span of its own.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,10 @@ struct ChatRenderInputs;
 }
 
 namespace tb::data {
+
+// The most a chat template file may hold (real ones are a few KiB to a few dozen): a larger file, a
+// device or a FIFO is refused before it is read whole.
+constexpr uint64_t kMaxChatTemplateBytes = uint64_t(4) << 20;
 
 struct MessageSpan {
   bool found = false;        // a loop iteration on this message printed something

@@ -107,6 +107,7 @@ class ConcatDataset : public Dataset {
 struct DatasetContext {
   std::shared_ptr<const Tokenizer> tokenizer;  // required by every dataset except synthetic
   int64_t vocab_size = 0;                      // the model's; 0: use the tokenizer's
+  int64_t context = 0;                         // the model's max_seq_len (packs are never wider); 0: unknown
 };
 using DatasetFactory = std::function<std::shared_ptr<Dataset>(const DatasetContext&)>;
 

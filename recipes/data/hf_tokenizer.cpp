@@ -6,20 +6,21 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "config/regular_file.h"
+
 namespace tb::data {
 namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
+// nullopt when the file is absent; one that is there but is no file (a link to /dev/zero) is refused.
 std::optional<Json> read_json(const fs::path& path) {
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) return std::nullopt;
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  if (!fs::exists(path, ec)) return std::nullopt;
+  const std::string text = config::read_input_file(path.string(), kMaxTokenizerJsonBytes);
   try {
-    return Json::parse(ss.str());
+    return Json::parse(text);
   } catch (const Json::parse_error& e) {
     throw std::runtime_error(path.string() + ": invalid JSON: " + e.what());
   }
@@ -120,11 +121,7 @@ std::shared_ptr<HfTokenizer> HfTokenizer::from_path(const std::string& path, con
   if (options.chat_template == "auto") {
     tok->template_ = ChatTemplate::from_model_dir(dir);
   } else if (options.chat_template != "none" && !options.chat_template.empty()) {
-    std::ifstream in(options.chat_template, std::ios::binary);
-    if (!in) throw std::runtime_error(options.chat_template + ": cannot read the chat template");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    tok->template_.emplace(ss.str(), options.chat_template);
+    tok->template_.emplace(config::read_input_file(options.chat_template, kMaxChatTemplateBytes), options.chat_template);
   }
   if (tok->template_) {
     // transformers passes the special tokens it knows by name, then the caller's kwargs.

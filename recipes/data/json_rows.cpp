@@ -128,18 +128,22 @@ std::vector<Row> read_json_rows(const std::string& path, const std::string& disp
 }
 
 std::vector<Row> read_text_rows(const std::string& path, const std::string& display_name) {
+  // Read as a stream, a line at a time: a file is never held twice, and a line too long never at all.
+  if (const auto what = config::not_a_regular_file(path)) throw DataError(display_name, 0, *what);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataError(display_name, 0, "cannot open data file");
   std::vector<Row> rows;
-  std::istringstream in(read_all(path, display_name));
   std::string line;
-  int line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
+  bool too_long = false;
+  for (int line_no = 1; config::read_bounded_line(in, line, kMaxRowBytes, too_long); ++line_no) {
+    if (line.empty() && !too_long) continue;
     Row row;
     row.file = display_name;
     row.line = line_no;
-    row.value = json{{"text", line}};
+    if (too_long)
+      row.error = "the line is longer than " + config::byte_size_text(kMaxRowBytes) + " (not read)";
+    else
+      row.value = json{{"text", line}};
     rows.push_back(std::move(row));
   }
   return rows;

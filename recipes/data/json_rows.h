@@ -17,6 +17,10 @@ using RowJson = nlohmann::ordered_json;
 // (messages, content parts, tool calls); a row nested tens of thousands deep crashed the template renderer
 // that walks it. Deeper is a bad row: `file:line: nested deeper than 64 levels`.
 inline constexpr int kMaxRowDepth = 64;
+// The longest line a text or JSONL row may be read from: a longer one is a bad row (reported at its line,
+// or skipped with skip_bad_rows), read through without being held. Training keeps max_seq_len tokens of
+// a row; 64 MiB of text is hundreds of times any context.
+inline constexpr size_t kMaxRowBytes = size_t(64) << 20;
 
 struct Row {
   RowJson value;

@@ -19,6 +19,10 @@
 
 namespace tb::data {
 
+// The most a tokenizer's JSON file may hold (Gemma 3's tokenizer.json, among the largest, is 33 MB): a
+// larger file, a device or a FIFO is refused before it is read whole.
+constexpr uint64_t kMaxTokenizerJsonBytes = uint64_t(512) << 20;
+
 // One turn of a conversation, as torchtune's Message. `content` holds text parts that are encoded
 // one by one (prompt templates add their tags as extra parts, which changes SentencePiece's
 // whitespace handling exactly as in torchtune).

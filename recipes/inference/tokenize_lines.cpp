@@ -3,6 +3,7 @@
 #include <fstream>
 #include <ostream>
 
+#include "config/regular_file.h"
 #include "data/dataset.h"
 #include "data/hf_tokenizer.h"
 #include "data/open_tokenizer.h"
@@ -58,12 +59,15 @@ size_t tokenize_file(const data::Tokenizer& tokenizer, const std::string& path, 
   if (jsonl) {
     rows = data::read_json_rows(path, path);
   } else {
-    // Every line is a text, an empty one too: the output keeps one line per input line.
+    // Every line is a text, an empty one too: the output keeps one line per input line. A FIFO would wait
+    // for a writer and a device may never end: refused; a line too long to be a text is an error at its line.
+    if (const auto what = config::not_a_regular_file(path)) throw data::DataError(path, 0, *what);
     std::ifstream in(path, std::ios::binary);
     if (!in) throw data::DataError(path, 0, "cannot read the file");
     std::string line;
-    for (int n = 1; std::getline(in, line); ++n) {
-      if (!line.empty() && line.back() == '\r') line.pop_back();
+    bool too_long = false;
+    for (int n = 1; config::read_bounded_line(in, line, data::kMaxRowBytes, too_long); ++n) {
+      if (too_long) throw data::DataError(path, n, "the line is longer than " + config::byte_size_text(data::kMaxRowBytes));
       data::Row row;
       row.file = path;
       row.line = n;

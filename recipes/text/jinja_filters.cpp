@@ -3,6 +3,7 @@
 // always true, without len(), not indexable, as in Python.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <unordered_map>
@@ -295,7 +296,10 @@ std::unordered_map<std::string, FilterFn> make_filters() {
   f["abs"] = [](const Value& v, const Args& args) {
     bind(args, {}, "abs");
     if (v.is_float()) return Value(std::fabs(v.as_float()));
-    if (v.is_int() || v.is_bool()) return Value(static_cast<int64_t>(std::llabs(v.as_int())));
+    if (v.is_int() || v.is_bool()) {
+      if (v.as_int() == INT64_MIN) throw Fault("integer overflow: abs() of the smallest 64-bit integer");
+      return Value(static_cast<int64_t>(std::llabs(v.as_int())));
+    }
     throw Fault("bad operand type for abs(): '" + type_name(v) + "'");
   };
   f["attr"] = [](const Value& v, const Args& args) {

@@ -151,7 +151,9 @@ std::string percent_format(const std::string& fmt, const Value& args) {
           body = value->str();
         } else {
           body.clear();
-          utf8_append(body, static_cast<char32_t>(number_as_int(*value, 'c')));
+          const int64_t code = number_as_int(*value, 'c');
+          if (code < 0 || code > 0x10FFFF) throw Fault("%c arg not in range(0x110000)");  // Python's words
+          utf8_append(body, static_cast<char32_t>(code));
         }
         zero = false;
         break;

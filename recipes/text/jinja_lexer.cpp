@@ -2,6 +2,8 @@
 #include "text/jinja_lexer.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -128,11 +130,20 @@ class Lexer {
     throw TemplateError(name_, line, column, message);
   }
 
+  // Line and column (in characters) of `pos`. Tokens come in order: the column is counted on from the last
+  // position asked on the same line, not from the line's start (which made one long line quadratic).
   std::pair<int, int> where(size_t pos) const {
     const auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), pos) - 1;
     const size_t start = *it;
-    return {static_cast<int>(it - line_starts_.begin()) + 1,
-            static_cast<int>(utf8_length(src_.substr(start, pos - start))) + 1};
+    size_t from = start;
+    int column = 1;
+    if (last_where_.line_start == start && last_where_.pos >= start && last_where_.pos <= pos) {
+      from = last_where_.pos;
+      column = last_where_.column;
+    }
+    column += static_cast<int>(utf8_length(src_.substr(from, pos - from)));
+    last_where_ = {pos, start, column};
+    return {static_cast<int>(it - line_starts_.begin()) + 1, column};
   }
 
   void push(Token::Type type, std::string text, size_t pos) {
@@ -298,8 +309,13 @@ class Lexer {
     }
     std::string text = src_.substr(start, e - start);
     text.erase(std::remove(text.begin(), text.end(), '_'), text.end());
+    // Python's integers have no bound, ours 64 bits: a larger literal is an error, never a wrapped number.
+    errno = 0;
+    const unsigned long long value = std::strtoull(text.c_str(), nullptr, base);
+    if (errno == ERANGE || value > static_cast<unsigned long long>(INT64_MAX))
+      fail(p, "integer literal " + src_.substr(p, std::min<size_t>(e - p, 40)) + " is larger than 64 bits");
     push(Token::Type::Integer, src_.substr(p, e - p), p);
-    tokens_.back().integer = static_cast<int64_t>(std::strtoull(text.c_str(), nullptr, base));
+    tokens_.back().integer = static_cast<int64_t>(value);
     return e;
   }
 
@@ -415,6 +431,11 @@ class Lexer {
   std::string src_;
   const std::string& name_;
   std::vector<size_t> line_starts_;
+  struct Where {
+    size_t pos = 0, line_start = 0;
+    int column = 1;
+  };
+  mutable Where last_where_;
   std::vector<Token> tokens_;
 };
 

@@ -18,7 +18,7 @@ TrainingRun::TrainingRun(const config::Config& cfg, const config::Registry& regi
     writer_.keep_last(keep.as<int64_t>(), settings.run_id);
   // Data, after the model: the dataset may take its vocabulary.
   tokenizer_ = registry.build<std::shared_ptr<data::Tokenizer>>(cfg.at("tokenizer"));
-  auto dataset = data::build_dataset(registry, cfg.at("dataset"), {tokenizer_, model->args().vocab_size});
+  auto dataset = data::build_dataset(registry, cfg.at("dataset"), {tokenizer_, model->args().vocab_size, model->args().max_seq_len});
   data::DataLoaderOptions loader_options;
   loader_options.batch_size = settings.batch_size;
   loader_options.shuffle = settings.shuffle;

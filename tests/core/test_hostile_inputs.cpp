@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/atomic_file.h"
+#include "data/hf_tokenizer.h"
 #include "data/json_rows.h"
 #include "test_support.h"
 #include "text/jinja.h"
@@ -177,6 +178,81 @@ class TestHostileInputs : public QObject {
     QCOMPARE(tbtest::read_file(tmp_.filePath("plain.txt").toStdString()), std::string("x"));
   }
 
+  // Inputs that read without end or lost lines: a chat template or tokenizer_config.json that is a device,
+  // a FIFO, a folder or /proc/self/mem became an empty template or was read to 4.3 GB and ignored; now each
+  // is refused, naming the file. A file over its bound is refused before it is held.
+  void inputsThatAreNoFilesAreRefused() {
+    const QString folder = tmp_.filePath("qwen_inputs");
+    QVERIFY(QDir().mkpath(folder));
+    QVERIFY(QFile::copy("tests/data/tokenizers/qwen/tokenizer.json", folder + "/tokenizer.json"));
+    const QString fifo = tmp_.filePath("template.fifo");
+    QCOMPARE(::mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
+    const QString big = tmp_.filePath("big.jinja");
+    tbtest::write_file(big.toStdString(), std::string(size_t(tb::data::kMaxChatTemplateBytes) + 1, 'x'));
+    struct Case {
+      QString chat_template, expected;
+    };
+    for (const Case& c : {Case{"/dev/zero", "is a device"}, Case{fifo, "is a FIFO"}, Case{folder, "is a folder"},
+                          Case{"/proc/self/mem", "cannot read"}, Case{big, "larger than 4 MiB"}}) {
+      tb::data::HfTokenizerOptions options;
+      options.chat_template = c.chat_template.toStdString();
+      try {
+        tb::data::HfTokenizer::from_path(folder.toStdString(), options);
+        QFAIL(qPrintable(c.chat_template + " was taken as a chat template"));
+      } catch (const std::runtime_error& e) {
+        QVERIFY2(QString(e.what()).contains(c.chat_template + ": " + c.expected), e.what());
+      }
+    }
+    // A tokenizer_config.json that is a link to /dev/zero is refused up front, not read without end.
+    QVERIFY(QFile::link("/dev/zero", folder + "/tokenizer_config.json"));
+    try {
+      tb::data::HfTokenizer::from_path(folder.toStdString(), {});
+      QFAIL("a tokenizer_config.json linked to /dev/zero was read");
+    } catch (const std::runtime_error& e) {
+      QVERIFY2(QString(e.what()).contains("tokenizer_config.json: is a device"), e.what());
+    }
+  }
+
+  // `tokenize --file` waited forever on a FIFO and, on a 3-line file with a huge middle line, printed line 1
+  // and exited 0; `bench tokenize --file /dev/zero` read without end. A text row's line over 64 MiB is a
+  // bad row, never held whole.
+  void linesAndFilesWithoutEnd() {
+    const QString fifo = tmp_.filePath("lines.fifo");
+    QCOMPARE(::mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
+    auto r = cli({"tokenize", "--tokenizer", "tests/data/tokenizers/qwen/tokenizer.json", "--file", fifo});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("is a FIFO"), qPrintable(r.err));
+    r = cli({"bench", "tokenize", "--tokenizer", "tests/data/tokenizers/qwen/tokenizer.json", "--file", "/dev/zero"});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("/dev/zero: is a device"), qPrintable(r.err));
+
+    const QString lines = tmp_.filePath("long_line.txt");
+    tbtest::write_file(lines.toStdString(), "first\n" + std::string(tb::data::kMaxRowBytes + 10, 'a') + "\nthird\n");
+    r = cli({"tokenize", "--tokenizer", "tests/data/tokenizers/qwen/tokenizer.json", "--file", lines});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains(lines + ":2: the line is longer than 64 MiB"), qPrintable(r.err));
+    const auto rows = tb::data::read_text_rows(lines.toStdString(), "long_line.txt");
+    QCOMPARE(rows.size(), size_t(3));
+    QVERIFY(rows[0].error.empty() && rows[2].error.empty());
+    QCOMPARE(rows[1].line, 2);
+    QVERIFY2(rows[1].error.find("longer than 64 MiB") != std::string::npos, rows[1].error.c_str());
+    QCOMPARE(QString::fromStdString(rows[2].value["text"].get<std::string>()), QString("third"));
+  }
+
+  // `dataset.packed=true tokenizer.max_seq_len=100000000` on 17 tokens of data reached 4.8 GB padding one
+  // pack: packs wider than the model reads (or than 2^20 tokens) are refused at once.
+  void packsNoWiderThanTheModelReads() {
+    const QStringList run = {"run", "full_finetune_single_device", "--config", "tiny/full_single_device",
+                             "output_dir=" + tmp_.filePath("packed"), "dataset.packed=true", "max_steps_per_epoch=1",
+                             "epochs=1", "num_threads=1"};
+    auto r = cli(run + QStringList{"tokenizer.max_seq_len=100000000"});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("packs are at most 1048576"), qPrintable(r.err));
+    r = cli(run + QStringList{"tokenizer.max_seq_len=1024"});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("longer than the model's context (256 tokens)"), qPrintable(r.err));
+  }
+
   // A data row nested 30,000 deep crashed tokenize, data preview and run (the template renderer recursed):
   // it is now a bad row, `file:line`, stopping tokenize and skipped with skip_bad_rows; 64 levels still read.
   void deepJsonInARowIsABadRow() {
@@ -232,6 +308,48 @@ class TestHostileInputs : public QObject {
   // Left-deep chains are parsed by loops the nesting bound did not count; rendering (and freeing) them
   // recursed past the stack (50,000 links crashed). Each is a TemplateError at its line now (5,000 links
   // here: the lexer is still quadratic on one long line, a case of its own); a chain of 200 still renders.
+  // Silently wrong numbers in templates: a literal past 64 bits printed -1, abs() of the smallest integer
+  // stayed negative, and "%c" % 1114112 gave "". Each is now an error at its line, as jinja2 raises one for
+  // the last two (it has big integers for the first: we say we do not).
+  void templateNumbersNeverWrap() {
+    using tb::text::jinja::Template;
+    struct Case {
+      std::string source, message;
+    };
+    for (const Case& c : {Case{"x\n{{ 99999999999999999999999999 }}", "integer literal 99999999999999999999999999 is larger than 64 bits"},
+                          Case{"x\n{{ 0xFFFFFFFFFFFFFFFFF }}", "is larger than 64 bits"},
+                          Case{"x\n{{ (-9223372036854775807 - 1)|abs }}", "integer overflow"},
+                          Case{"x\n{{ '%c' % 1114112 }}", "%c arg not in range(0x110000)"},
+                          Case{"x\n{{ '%c' % -1 }}", "%c arg not in range(0x110000)"}}) {
+      try {
+        const std::string out = Template(c.source, "t").render(tb::text::jinja::Json::object());
+        QFAIL(qPrintable(QString::fromStdString(c.source + " rendered as '" + out + "'")));
+      } catch (const tb::text::jinja::TemplateError& e) {
+        QVERIFY2(e.message().find(c.message) != std::string::npos, e.what());
+        QCOMPARE(e.line(), 2);
+      }
+    }
+    // The largest of each still works.
+    QCOMPARE(Template("{{ 9223372036854775807 }}{{ '%c' % 1114111 }}", "t").render(tb::text::jinja::Json::object()),
+             std::string("9223372036854775807\xf4\x8f\xbf\xbf"));
+  }
+
+  // The lexer counted each token's column from its line's start: 200,000 `{{ 1 }}` on one line took 72 s
+  // to parse (quadratic). A million now parse and render, and an error on that line is still placed by
+  // its column.
+  void oneLongLineParsesInLinearTime() {
+    std::string source;
+    for (int i = 0; i < 1000000; ++i) source += "{{ 1 }}";
+    QCOMPARE(tb::text::jinja::Template(source, "t").render(tb::text::jinja::Json::object()).size(), size_t(1000000));
+    try {
+      tb::text::jinja::Template(source.substr(0, 7 * 1000) + "é{{ 1 + }}", "t");
+      QFAIL("a broken expression parsed");
+    } catch (const tb::text::jinja::TemplateError& e) {
+      QCOMPARE(e.line(), 1);
+      QCOMPARE(e.column(), 7 * 1000 + 1 + 7 + 1);  // at the "}}": characters, not bytes (the é counts one)
+    }
+  }
+
   void longChainsInATemplateAreRefused() {
     auto repeat = [](const std::string& piece, int n) {
       std::string out;
