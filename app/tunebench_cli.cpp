@@ -22,8 +22,6 @@
 #include "config/config.h"
 #include "config/schema.h"
 #include "config/suggest.h"
-#include "config/overrides.h"
-#include "config/user_dirs.h"
 #include "data/open_tokenizer.h"
 #include "distributed/launcher.h"
 #include "distributed/world.h"
@@ -199,17 +197,6 @@ int cmd_run(const std::string& recipe_name, const std::string& config, const std
   }
   auto cfg = load(config, overrides, recipe_name, true);
   if (!cfg) return kUserError;
-  // Installed, a bundled config's relative output_dir (`build/runs/tiny_full`) goes under the user's data
-  // folder, where the window's runs are, not under the folder the CLI was started in.
-  const std::string moved = tb::config::installed_runs_folder(*cfg);
-  if (!moved.empty()) {
-    std::cerr << "tunebench-cli: output_dir " << cfg->get_string("output_dir", "") << " is a bundled config's: the run goes to "
-              << moved << "\n";
-    std::vector<std::string> with_folder = overrides;
-    with_folder.push_back("output_dir=" + tb::config::yaml_quoted(moved));
-    cfg = load(config, with_folder, recipe_name, true);
-    if (!cfg) return kUserError;
-  }
 
   // A worker of a multi-process run other than rank 0 neither locks the output folder nor writes the log
   // (rank 0 does both); it says on stderr only that it failed, and why.

@@ -13,6 +13,7 @@
 #include "config/registry.h"
 #include "config/suggest.h"
 #include "config/tree.h"
+#include "config/user_dirs.h"
 #include "config/validate.h"
 #include "config/regular_file.h"
 
@@ -221,7 +222,12 @@ LoadResult load_text(const std::string& text, const std::string& display_name, c
       diags = std::move(open);
       return result;
     }
-    if (root.is_map()) apply_overrides(root, options.overrides, diags);
+    if (root.is_map()) {
+      // An installed bundled config's relative output_dir (build/runs/...) means the user's runs folder.
+      if (Node* out = root.find("output_dir"); out && out->is_scalar())
+        if (const std::string moved = installed_runs_folder(display_name, out->text); !moved.empty()) out->text = moved;
+      apply_overrides(root, options.overrides, diags);
+    }
     resolve_interpolations(root, display_name, diags);
     validate_tree(root, options.recipe, options.registry, display_name, diags);
     sort_diagnostics(diags);

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "config/config.h"
+
 namespace tb::config {
 
 namespace fs = std::filesystem;
@@ -23,12 +25,9 @@ std::string window_runs_folder(const std::string& output_dir) {
   return (last.empty() ? fs::path(user_runs_dir()) : fs::path(user_runs_dir()) / last).string();
 }
 
-std::string installed_runs_folder(const Config& cfg) {
-  const std::string output_dir = cfg.get_string("output_dir", "");
+std::string installed_runs_folder(const std::string& config_path, const std::string& output_dir) {
   if (output_dir.empty() || fs::path(output_dir).is_absolute()) return {};
-  if (const auto where = cfg.sources.find("output_dir"); where != cfg.sources.end() && !where->second.override_text.empty())
-    return {};
-  if (bundled_config_name(cfg.source_path).empty() || share_is_build_tree()) return {};
+  if (bundled_config_name(config_path).empty() || share_is_build_tree()) return {};
   return window_runs_folder(output_dir);
 }
 

@@ -4,8 +4,6 @@
 
 #include <string>
 
-#include "config/config.h"
-
 namespace tb::config {
 
 // $XDG_DATA_HOME/tunebench (default ~/.local/share/tunebench).
@@ -18,11 +16,12 @@ std::string user_runs_dir();
 // user_runs_dir() by its last part (`.../tunebench/runs/tiny_full`), so runs of one config stay together.
 std::string window_runs_folder(const std::string& output_dir);
 
-// Where `tunebench-cli run` writes a bundled config's run once installed: when `cfg` was read from a
-// bundled config of an installed share folder (not a build tree's) and its file's `output_dir` is
-// relative, the window's folder for it (window_runs_folder: `~/.local/share/tunebench/runs/tiny_full`), so
-// an installed CLI never writes `build/runs/...` under whatever folder it was started in. Empty otherwise:
-// an output_dir given as an override, or in the user's own config, stays relative to the working folder.
-std::string installed_runs_folder(const Config& cfg);
+// Where a bundled config's run goes once installed: when `config_path` is a bundled config of an installed
+// share folder (not a build tree's) and the `output_dir` its file says is relative, the window's folder for
+// it (window_runs_folder: `~/.local/share/tunebench/runs/tiny_full`), so an installed CLI never writes
+// `build/runs/...` under whatever folder it was started in. Empty otherwise: an output_dir given as an
+// override, or in the user's own config, stays relative to the working folder. The config loader applies
+// it (load_file), before `${output_dir}` is interpolated.
+std::string installed_runs_folder(const std::string& config_path, const std::string& output_dir);
 
 }  // namespace tb::config

@@ -86,30 +86,34 @@ class TestInstalledLayout : public QObject {
   void anInstalledCliRunsABundledConfigIntoTheUserDataFolder() {
     ScopedEnv data("XDG_DATA_HOME", (root() / "home" / "data").string());
     const std::string runs = (root() / "home" / "data" / "tunebench" / "runs" / "tiny_full").string();
-    auto moved = [](const std::string& name_or_path, const std::vector<std::string>& overrides = {}) {
+    // The output_dir a load ends with, and that ${output_dir} follows it (the checkpointer's).
+    auto output_dir = [](const std::string& name_or_path, const std::vector<std::string>& overrides = {}) {
       config::LoadOptions options;
       options.overrides = overrides;
       const config::LoadResult r = config::load_file(name_or_path, options);
       if (!r.ok()) return std::string("load failed: ") + config::format_diagnostics(r.diagnostics);
-      return config::installed_runs_folder(*r.config);
+      const std::string out = r.config->get_string("output_dir", "");
+      if (r.config->get_string("checkpointer.output_dir", "") != out) return std::string("${output_dir} did not follow");
+      return out;
     };
+    const std::string as_written = "build/runs/tiny_full";
     {
       ScopedEnv env("TUNEBENCH_SHARE_DIR", make_prefix(root() / "inst", false).string());
-      QCOMPARE(QString::fromStdString(moved("tiny/full_single_device")), QString::fromStdString(runs));
+      QCOMPARE(QString::fromStdString(output_dir("tiny/full_single_device")), QString::fromStdString(runs));
       // Named by its path, it is the same bundled config.
-      QCOMPARE(moved((root() / "inst/usr/share/tunebench/configs/tiny/full_single_device.yaml").string()), runs);
+      QCOMPARE(output_dir((root() / "inst/usr/share/tunebench/configs/tiny/full_single_device.yaml").string()), runs);
       // An output_dir the user gives stays theirs, relative to the working folder or absolute.
-      QCOMPARE(moved("tiny/full_single_device", {"output_dir=my_runs"}), std::string());
-      QCOMPARE(moved("tiny/full_single_device", {"output_dir=/srv/runs"}), std::string());
+      QCOMPARE(output_dir("tiny/full_single_device", {"output_dir=my_runs"}), std::string("my_runs"));
+      QCOMPARE(output_dir("tiny/full_single_device", {"output_dir=/srv/runs"}), std::string("/srv/runs"));
       // The user's own config: relative to the working folder, as torchtune's.
       fs::copy_file(root() / "inst/usr/share/tunebench/configs/tiny/full_single_device.yaml", root() / "mine.yaml",
                     fs::copy_options::overwrite_existing);
-      QCOMPARE(moved((root() / "mine.yaml").string()), std::string());
+      QCOMPARE(output_dir((root() / "mine.yaml").string()), as_written);
     }
     {
       // In the build tree the README's build/runs/tiny_full stays where it was.
       ScopedEnv env("TUNEBENCH_SHARE_DIR", make_prefix(root() / "tree", true).string());
-      QCOMPARE(moved("tiny/full_single_device"), std::string());
+      QCOMPARE(output_dir("tiny/full_single_device"), as_written);
     }
   }
 };

@@ -90,7 +90,7 @@ traced "$work/cli.trace" tunebench-cli run full_finetune_single_device --config 
 tail -3 "$work/cli.log"
 runs=$XDG_DATA_HOME/tunebench/runs
 [ -f "$runs/tiny_full/epoch_0/tunebench_checkpoint.json" ] || { cat "$work/cli.log"; fail "no checkpoint in $runs/tiny_full/epoch_0"; }
-grep -q "goes to $runs/tiny_full" "$work/cli.log" || fail "the CLI did not say where the run goes"
+grep -q "checkpoint saved: $runs/tiny_full/epoch_0" "$work/cli.log" || fail "the CLI did not say where the run went"
 
 step "the window opens on the embedded default and trains (offscreen)"
 exec_line=$(sed -n 's/^Exec=//p' "$root/usr/share/applications/io.github.tunebench.Tunebench.desktop")
