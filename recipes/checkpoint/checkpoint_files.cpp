@@ -47,6 +47,18 @@ std::optional<nlohmann::json> read_checkpoint_manifest(const std::string& folder
   return j;
 }
 
+std::optional<std::string> damaged_manifest(const std::string& folder) {
+  const fs::path file = fs::path(folder) / kManifestName;
+  std::error_code ec;
+  if (!fs::exists(file, ec) || read_checkpoint_manifest(folder)) return std::nullopt;
+  try {
+    text::read_json_file(file.string());
+  } catch (const std::exception& e) {
+    return file.string() + " is damaged: " + std::string(e.what()).substr(file.string().size() + 2);
+  }
+  return file.string() + " is damaged: not a JSON object";
+}
+
 std::vector<std::string> model_files_in_folder(const std::string& dir) {
   const fs::path index = fs::path(dir) / kIndexFileName;
   if (fs::exists(index)) {

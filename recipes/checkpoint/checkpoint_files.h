@@ -24,6 +24,10 @@ inline constexpr const char* kAdapterFileName = "adapter_model.safetensors";
 
 // The manifest of a Tunebench checkpoint folder; nullopt when it has none or it is not a JSON object.
 std::optional<nlohmann::json> read_checkpoint_manifest(const std::string& folder);
+// Why a folder whose manifest file is there has no readable manifest ("<folder>/tunebench_checkpoint.json
+// is damaged: not valid JSON: ..."), so a damaged checkpoint is not called a missing one; nullopt when the
+// manifest reads, or is absent.
+std::optional<std::string> damaged_manifest(const std::string& folder);
 
 // The weight shards a folder holds, found from the folder itself: the files its index names, else
 // model.safetensors; empty when it has neither (an adapter-only checkpoint). Throws for an index that is

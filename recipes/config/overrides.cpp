@@ -1,5 +1,7 @@
 #include "config/overrides.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 
 #include "config/suggest.h"
@@ -7,9 +9,28 @@
 namespace tb::config {
 
 std::string yaml_quoted(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
+  // Single quotes keep everything but line breaks, which YAML folds into spaces (a folder named with a
+  // newline became another folder): text with a control character is double-quoted, escaped.
+  const bool control = std::any_of(text.begin(), text.end(), [](char c) { return (c >= 0 && c < 0x20) || c == 0x7f; });
+  if (!control) {
+    std::string out = "'";
+    for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
+    return out + "'";
+  }
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if ((c >= 0 && c < 0x20) || c == 0x7f) {
+      char escaped[5];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
 }
 std::string yaml_flow_list(const std::vector<std::string>& items) {
   std::string out = "[";

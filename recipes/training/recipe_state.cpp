@@ -85,10 +85,15 @@ RecipeState load_recipe_state(const std::string& folder, torch::optim::Optimizer
   if (!fs::exists(pt_path)) throw std::runtime_error("cannot resume from " + folder + ": recipe_state.pt missing");
   RecipeState state = read_recipe_counters(folder);
   torch::serialize::InputArchive archive;
-  archive.load_from(pt_path.string());
-  optimizer.load(archive);
   torch::Tensor rng;
-  archive.read("rng_state", rng);
+  // LibTorch's own errors name neither the file nor the folder: a damaged file is said as one.
+  try {
+    archive.load_from(pt_path.string());
+    optimizer.load(archive);
+    archive.read("rng_state", rng);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(pt_path.string() + " is damaged or not this run's optimizer state: " + e.what_without_backtrace());
+  }
   at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle on the global generator
   generator.set_state(rng);
   return state;

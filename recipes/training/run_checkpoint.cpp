@@ -198,6 +198,8 @@ void check_resumable(const std::string& folder, const config::Config& cfg, const
 
 std::string find_resume_folder(const std::optional<std::string>& checkpoint_dir, const std::string& output_dir) {
   if (checkpoint_dir && read_manifest(*checkpoint_dir)) return *checkpoint_dir;
+  if (checkpoint_dir)
+    if (const auto damaged = checkpoint::damaged_manifest(*checkpoint_dir)) throw std::runtime_error(*damaged);
   // A run killed between its two renames left its newest complete checkpoint as .old_<name>_<pid>.
   if (fs::is_directory(output_dir)) recover_interrupted_saves(output_dir);
   if (auto newest = newest_complete_checkpoint(output_dir)) return newest->path;
@@ -278,7 +280,9 @@ std::vector<std::string> claim_output_dir(const config::Config& cfg, const std::
     } else {
       std::string stamp = utc_timestamp();
       stamp.erase(std::remove(stamp.begin(), stamp.end(), ':'), stamp.end());
-      const fs::path kept = fs::path(metrics_file).parent_path() / ("metrics." + stamp + ".jsonl");
+      fs::path kept = fs::path(metrics_file).parent_path() / ("metrics." + stamp + ".jsonl");
+      for (int n = 2; fs::exists(kept, ec); ++n)  // never over a log kept before, in the same second
+        kept = fs::path(metrics_file).parent_path() / ("metrics." + stamp + "-" + std::to_string(n) + ".jsonl");
       fs::rename(metrics_file, kept, ec);
       if (!ec) done.push_back("the earlier run's log (it saved no checkpoint) is kept as " + kept.string());
     }

@@ -19,6 +19,8 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/atomic_file.h"
+#include "config/config.h"
+#include "config/overrides.h"
 #include "data/hf_tokenizer.h"
 #include "data/json_rows.h"
 #include "test_support.h"
@@ -332,6 +334,44 @@ class TestHostileInputs : public QObject {
     // The largest of each still works.
     QCOMPARE(Template("{{ 9223372036854775807 }}{{ '%c' % 1114111 }}", "t").render(tb::text::jinja::Json::object()),
              std::string("9223372036854775807\xf4\x8f\xbf\xbf"));
+  }
+
+  // A newline in an output_dir (as the window and the CLI's overrides quote a path) became a space: YAML
+  // folds line breaks inside single quotes. Text with a control character is now double-quoted, escaped.
+  void quotedPathsKeepEveryCharacter() {
+    for (const std::string& path : {std::string("runs/a\nb"), std::string("tab\there"), std::string("it's \"q\" \\ back"),
+                                    std::string("cr\r\x7f"), std::string("plain/é")}) {
+      const auto parsed = tb::config::parse_override("output_dir=" + tb::config::yaml_quoted(path));
+      QCOMPARE(QString::fromStdString(parsed.value.as<std::string>()), QString::fromStdString(path));
+      tb::config::LoadOptions options;
+      options.overrides = {"output_dir=" + tb::config::yaml_quoted(path)};
+      const auto loaded = tb::config::load_file("tiny/full_single_device", options);
+      QVERIFY(loaded.ok());
+      QCOMPARE(QString::fromStdString(loaded.config->get_string("checkpointer.output_dir", "")), QString::fromStdString(path));
+    }
+  }
+
+  // A damaged manifest was called a missing one, and a garbage recipe_state.pt failed in LibTorch naming no
+  // file: each now names its file and says it is damaged.
+  void damagedCheckpointFilesAreNamed() {
+    const QString out = tmp_.filePath("damaged");
+    const QStringList run = {"run", "full_finetune_single_device", "--config", "tiny/full_single_device", "output_dir=" + out,
+                             "max_steps_per_epoch=1", "num_threads=1", "batch_size=4"};
+    auto r = cli(run + QStringList{"epochs=1"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const QString epoch = out + "/epoch_0";
+    tbtest::write_file((epoch + "/recipe_state.pt").toStdString(), "not a LibTorch archive");
+    r = cli(run + QStringList{"epochs=2", "resume_from_checkpoint=true"});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains(epoch + "/recipe_state.pt is damaged"), qPrintable(r.err));
+
+    tbtest::write_file((epoch + "/tunebench_checkpoint.json").toStdString(), "{\"step\": 1,");
+    r = cli({"eval", "--checkpoint", epoch});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains(epoch + "/tunebench_checkpoint.json is damaged: not valid JSON"), qPrintable(r.err));
+    r = cli(run + QStringList{"epochs=2", "resume_from_checkpoint=true", "checkpointer.checkpoint_dir=" + epoch});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("tunebench_checkpoint.json is damaged"), qPrintable(r.err));
   }
 
   // The lexer counted each token's column from its line's start: 200,000 `{{ 1 }}` on one line took 72 s
