@@ -52,12 +52,16 @@ int fail(const std::string& reason) {
 std::atomic<tb::training::RunControl*> g_running{nullptr};
 std::atomic<bool> g_stop_requested{false};  // the launcher passes it on to its workers
 
+// A first stop finishes the step and saves; a second is obeyed at once, in any phase (checkpoints are
+// renamed into place whole, so none is left looking complete).
 extern "C" void on_stop_signal(int) {
-  g_stop_requested.store(true);
+  const bool again = g_stop_requested.exchange(true);
   if (tb::training::RunControl* control = g_running.load()) control->stop.store(true);
-  const char msg[] = "\ntunebench-cli: stopping after the current step...\n";
-  ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+  const char first[] = "\ntunebench-cli: stopping after the current step (again to stop at once)...\n";
+  const char now[] = "\ntunebench-cli: stopped at once (the current step is not saved)\n";
+  ssize_t ignored = again ? write(STDERR_FILENO, now, sizeof now - 1) : write(STDERR_FILENO, first, sizeof first - 1);
   (void)ignored;
+  if (again) _exit(130);
 }
 
 void install_signal_handlers() {

@@ -1,5 +1,10 @@
 #include "text/tokenizer_json.h"
 
+#include <cstdint>
+#include <map>
+#include <set>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "text/utf8.h"
@@ -314,6 +319,7 @@ class Reader {
 
   std::vector<AddedToken> added_tokens(const json& root) const {
     std::vector<AddedToken> out;
+    std::map<int64_t, size_t> seen;  // id -> the entry that has it
     const json* list = field(root, "added_tokens");
     if (!list) return out;
     if (!list->is_array()) refuse("added_tokens", *list, "expected a list");
@@ -323,7 +329,15 @@ class Reader {
       if (!t.is_object()) refuse(path, t, "expected an object");
       AddedToken a;
       a.content = string(t, path, "content");
-      if (const json* id = field(t, "id")) a.id = id->is_number_integer() ? id->get<int64_t>() : -1;
+      // Hugging Face reads ids as u32 and refuses any other: a wrong one is said, never dropped.
+      if (const json* id = field(t, "id")) {
+        if (!id->is_number_integer() || id->get<int64_t>() < 0 || id->get<int64_t>() > int64_t(UINT32_MAX) ||
+            (id->is_number_unsigned() && id->get<uint64_t>() > UINT32_MAX))
+          refuse(path + ".id", *id, "expected an id from 0 to 4294967295");
+        a.id = id->get<int64_t>();
+        if (const auto [at, fresh] = seen.emplace(a.id, i); !fresh)
+          refuse(path + ".id", *id, "added_tokens[" + std::to_string(at->second) + "] has this id too");
+      }
       a.special = boolean(t, path, "special", false);
       a.lstrip = boolean(t, path, "lstrip", false);
       a.rstrip = boolean(t, path, "rstrip", false);
@@ -336,11 +350,23 @@ class Reader {
 
   std::shared_ptr<TokenizerPipeline> load(const std::string& text) const {
     json root;
+    // A key twice in one object (two "model"s) is an error, as Hugging Face's reader says; nlohmann's parser
+    // would keep the last silently.
+    std::vector<std::set<std::string>> keys;
+    std::string duplicate;
+    const auto check = [&](int depth, json::parse_event_t event, json& parsed) {
+      if (event == json::parse_event_t::object_start) keys.resize(size_t(depth) + 1), keys[size_t(depth)].clear();
+      if (event == json::parse_event_t::key && depth >= 1 && size_t(depth) <= keys.size() &&
+          !keys[size_t(depth) - 1].insert(parsed.get<std::string>()).second && duplicate.empty())
+        duplicate = parsed.get<std::string>();
+      return true;
+    };
     try {
-      root = json::parse(text);
+      root = json::parse(text, check);
     } catch (const json::parse_error& e) {
       throw TokenizerFileError(source_ + ": not valid JSON (" + e.what() + ")");
     }
+    if (!duplicate.empty()) throw TokenizerFileError(source_ + ": the key \"" + duplicate + "\" appears twice in one object");
     if (!root.is_object() || !root.contains("model") || !root["model"].is_object())
       throw TokenizerFileError(source_ + ": no 'model' object: not a Hugging Face tokenizer.json");
     if (const json* v = field(root, "version"); v && (!v->is_string() || v->get<std::string>() != "1.0"))

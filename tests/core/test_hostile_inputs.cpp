@@ -10,7 +10,13 @@
 #include <QProcess>
 #include <QTemporaryDir>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+
+#include <csignal>
+#include <unistd.h>
 
 #include <filesystem>
 #include <map>
@@ -22,9 +28,11 @@
 #include "config/config.h"
 #include "config/overrides.h"
 #include "data/hf_tokenizer.h"
+#include "distributed/launcher.h"
 #include "data/json_rows.h"
 #include "test_support.h"
 #include "text/jinja.h"
+#include "text/tokenizer_json.h"
 #include "training/run_checkpoint.h"
 
 namespace fs = std::filesystem;
@@ -349,6 +357,123 @@ class TestHostileInputs : public QObject {
       QVERIFY(loaded.ok());
       QCOMPARE(QString::fromStdString(loaded.config->get_string("checkpointer.output_dir", "")), QString::fromStdString(path));
     }
+  }
+
+  // The launcher: a port a finished run left in TIME_WAIT was called "already in use" for about a minute
+  // (the probe bound without SO_REUSEADDR, which c10d's store sets), and --nproc-per-node 1000 started
+  // workers until memory ran out. A port in TIME_WAIT is free now, one with a listener is not; more workers
+  // than cores are refused before any starts.
+  void theLauncherJudgesPortsAndWorkersAsTheRunWill() {
+    const auto plain_bind = [](int port) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_addr.s_addr = htonl(INADDR_ANY);
+      addr.sin_port = htons(static_cast<uint16_t>(port));
+      const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+      ::close(fd);
+      return ok;
+    };
+    // A connection whose server side closes first leaves the server's port in TIME_WAIT. The listener sets
+    // SO_REUSEADDR as c10d's store does (its connections inherit it: Linux lets a port in TIME_WAIT be bound
+    // again only when both sockets set it).
+    const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    const int on = 1;
+    ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    QCOMPARE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    QCOMPARE(::listen(listener, 1), 0);
+    socklen_t len = sizeof addr;
+    ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+    const int port = ntohs(addr.sin_port);
+    QVERIFY(!tb::distributed::port_is_free(port));  // listened on: taken
+    const int client = ::socket(AF_INET, SOCK_STREAM, 0);
+    QCOMPARE(::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    const int served = ::accept(listener, nullptr, nullptr);
+    QVERIFY(served >= 0);
+    ::close(served);
+    ::close(listener);
+    QTest::qWait(100);
+    ::close(client);
+    QTest::qWait(100);
+    if (plain_bind(port)) QSKIP("this kernel left no TIME_WAIT on the port: nothing to check");
+    QVERIFY2(tb::distributed::port_is_free(port), "a port in TIME_WAIT was called in use");
+
+    const auto r = cli({"run", "full_finetune_distributed", "--config", "tiny/full_single_device", "--nproc-per-node", "1000",
+                        "output_dir=" + tmp_.filePath("many")});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("--nproc-per-node 1000 is more than this machine's"), qPrintable(r.err));
+    QVERIFY(!QFileInfo::exists(tmp_.filePath("many")));
+  }
+
+  // A stop was not heard while a dataset was built or a template rendered, and three Ctrl-C did nothing
+  // more than one. The first stop still finishes the step and saves; a second is obeyed at once, in any
+  // phase, and leaves no checkpoint that looks complete and is not.
+  void aSecondStopIsObeyedAtOnce() {
+    const QString out = tmp_.filePath("stopped_twice");
+    QProcess p;
+    p.start(cli_, {"run", "full_finetune_single_device", "--config", "tiny/full_single_device", "output_dir=" + out,
+                   "epochs=100", "num_threads=1", "batch_size=4"});
+    QVERIFY(p.waitForStarted());
+    const std::string log = (out + "/logs/metrics.jsonl").toStdString();
+    QTRY_VERIFY_WITH_TIMEOUT(tbtest::read_file(log).find("\"step\":") != std::string::npos, 180000);
+    // One signal at a time: two sent at once may arrive as one.
+    QString err;
+    const auto stopTwice = [&err](QProcess& process) {
+      ::kill(static_cast<pid_t>(process.processId()), SIGINT);
+      QTRY_VERIFY_WITH_TIMEOUT((err += QString::fromUtf8(process.readAllStandardError())).contains("again to stop at once"), 60000);
+      ::kill(static_cast<pid_t>(process.processId()), SIGINT);
+    };
+    stopTwice(p);
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(p.exitCode(), 130);
+    QVERIFY2((err + QString::fromUtf8(p.readAllStandardError())).contains("stopped at once"), qPrintable(err));
+    for (const auto& c : tb::training::list_checkpoints(out.toStdString()))
+      if (c.complete) QVERIFY(fs::exists(fs::path(c.path) / "recipe_state.pt"));
+
+    // Before training starts (the dataset being built): the same.
+    QProcess early;
+    early.start(cli_, {"run", "full_finetune_single_device", "--config", "tiny/full_single_device",
+                       "output_dir=" + tmp_.filePath("stopped_early"), "epochs=1", "num_threads=1"});
+    QVERIFY(early.waitForStarted());
+    QString said;  // once it has said so, its handlers are in place
+    QTRY_VERIFY_WITH_TIMEOUT((said += QString::fromUtf8(early.readAllStandardOutput())).contains("run started"), 60000);
+    err.clear();
+    stopTwice(early);
+    QVERIFY(early.waitForFinished(60000));
+    QCOMPARE(early.exitCode(), 130);
+  }
+
+  // tokenizer.json: invalid added-token ids (-1, 2^40, one id twice) were dropped silently and a second
+  // "model" key replaced the first: each is refused as Hugging Face's reader refuses it, naming the entry.
+  void tokenizerFilesSayWhatIsWrong() {
+    const std::string text = tbtest::read_file("tests/data/tokenizers/qwen/tokenizer.json");
+    const auto load = [](const std::string& json_text) {
+      try {
+        tb::text::load_tokenizer_json(json_text, "t.json");
+        return std::string("loaded");
+      } catch (const std::exception& e) {
+        return std::string(e.what());
+      }
+    };
+    QCOMPARE(load(text), std::string("loaded"));
+    for (const auto& [id, said] : std::vector<std::pair<nlohmann::json, std::string>>{
+             {-1, "added_tokens[0].id = -1: expected an id from 0 to 4294967295"},
+             {int64_t(1) << 40, "added_tokens[0].id = 1099511627776: expected an id"},
+             {1852, "added_tokens[1].id = 1852: added_tokens[0] has this id too"}}) {
+      nlohmann::json j = nlohmann::json::parse(text);
+      j["added_tokens"][id == 1852 ? 1 : 0]["id"] = id;
+      if (id == 1852) j["added_tokens"][0]["id"] = 1852;
+      const std::string got = load(j.dump());
+      QVERIFY2(got.find(said) != std::string::npos, got.c_str());
+    }
+    std::string twice = text;
+    twice.insert(twice.rfind('}'), R"(, "model": {"type": "BPE", "vocab": {}, "merges": []})");
+    const std::string got = load(twice);
+    QVERIFY2(got.find("t.json: the key \"model\" appears twice in one object") != std::string::npos, got.c_str());
   }
 
   // A damaged manifest was called a missing one, and a garbage recipe_state.pt failed in LibTorch naming no
