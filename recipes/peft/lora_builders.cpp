@@ -43,6 +43,12 @@ models::TransformerDecoder build_lora_decoder(const models::ModelArgs& args, con
   const bool nf4_on_load = settings.quantize_base && NF4OnLoad::active();
   const models::LinearFactory factory = [&settings, nf4_on_load](const models::ProjectionSite& site) {
     if (!lora_targets(settings, site)) return models::make_plain_linear(site);
+    // A rank above min(in, out) adds nothing a full update would not, and a mistyped one (1,000,000) failed
+    // in the allocator: said before the adapter is made.
+    if (const int64_t most = std::min(site.in_features, site.out_features); settings.lora_rank > most)
+      throw std::invalid_argument("lora_rank " + std::to_string(settings.lora_rank) + " is larger than the " + site.name +
+                                  " layers it adapts (" + std::to_string(site.in_features) + " x " +
+                                  std::to_string(site.out_features) + "): use at most " + std::to_string(most));
     return torch::nn::AnyModule(LoRALinear(site.in_features, site.out_features, settings.lora_rank, settings.lora_alpha,
                                            settings.lora_dropout, site.bias, nf4_on_load));
   };

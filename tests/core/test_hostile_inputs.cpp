@@ -476,6 +476,15 @@ class TestHostileInputs : public QObject {
     QVERIFY2(got.find("t.json: the key \"model\" appears twice in one object") != std::string::npos, got.c_str());
   }
 
+  // lora_rank=1000000 failed in LibTorch's allocator before any estimate: a rank above the layers' own
+  // size is said, naming the layer, before an adapter is made.
+  void aLoraRankLargerThanItsLayersIsRefused() {
+    const auto r = cli({"run", "lora_finetune_single_device", "--config", "tiny/lora_single_device", "model.lora_rank=1000000",
+                        "output_dir=" + tmp_.filePath("rank"), "max_steps_per_epoch=1", "epochs=1", "num_threads=1"});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("lora_rank 1000000 is larger than the") && r.err.contains("use at most"), qPrintable(r.err));
+  }
+
   // A damaged manifest was called a missing one, and a garbage recipe_state.pt failed in LibTorch naming no
   // file: each now names its file and says it is damaged.
   void damagedCheckpointFilesAreNamed() {
