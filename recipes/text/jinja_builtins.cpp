@@ -4,6 +4,7 @@
 #include <ctime>
 #include <unordered_map>
 
+#include "text/jinja_eval.h"
 #include "text/jinja_strings.h"
 
 namespace tb::text::jinja::detail {
@@ -193,8 +194,9 @@ std::vector<std::pair<std::string, Value>> make_globals() {
                    for (const auto& [k, v] : args.keywords) d->set(Value(k), v);
                    return Value(std::move(d));
                  }));
-  g.emplace_back("namespace", make_function("namespace", [](Renderer&, Args& args) {
+  g.emplace_back("namespace", make_function("namespace", [](Renderer& renderer, Args& args) {
                    auto ns = std::make_shared<NamespaceData>();
+                   renderer.adopt(ns);
                    for (const auto& src : args.positional) {
                      if (!src.is_dict()) throw Fault("namespace() takes mappings as positional arguments");
                      for (const auto& [k, v] : src.dict().entries) ns->set(to_str(k), v);

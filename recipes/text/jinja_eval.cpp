@@ -122,6 +122,15 @@ void Renderer::fail_at(int line, int column, const std::string& message) const {
   throw TemplateError(program_.name, line, column, message);
 }
 
+Renderer::~Renderer() {
+  // Moved out first: an attribute's destructor may release another namespace of the list.
+  for (const auto& weak : namespaces_)
+    if (const auto ns = weak.lock()) {
+      auto attrs = std::move(ns->attrs);
+      ns->attrs.clear();
+    }
+}
+
 std::string Renderer::render(const std::vector<std::pair<std::string, const Json*>>& variables) {
   auto globals = std::make_shared<Frame>();
   for (const auto& [name, value] : global_values()) globals->vars[name] = value;

@@ -23,6 +23,13 @@ struct Frame {
 class Renderer {
  public:
   Renderer(const Program& program, RenderObserver* observer);
+  // Empties every namespace this render made: one set into itself (`{% set ns.a = ns %}`), directly or
+  // through a list, is a cycle of shared pointers that would outlive the render.
+  ~Renderer();
+  Renderer(const Renderer&) = delete;
+  Renderer& operator=(const Renderer&) = delete;
+  // namespace() made `ns` in this render.
+  void adopt(const std::shared_ptr<NamespaceData>& ns) { namespaces_.push_back(ns); }
   // Renders with these variables; the observer's node pointers point into them.
   std::string render(const std::vector<std::pair<std::string, const Json*>>& variables);
 
@@ -56,6 +63,7 @@ class Renderer {
   std::vector<std::string> buffers_;
   int call_depth_ = 0;  // macro calls and recursive loop calls in progress
   int64_t loop_iterations_ = 0;  // of every for loop in this render, against its budget
+  std::vector<std::weak_ptr<NamespaceData>> namespaces_;
 };
 
 }  // namespace tb::text::jinja::detail
