@@ -18,10 +18,11 @@ namespace {
 // The manifest of a complete checkpoint that records its config.
 nlohmann::json manifest_with_config(const fs::path& dir) {
   const auto manifest = training::read_manifest(dir.string());
-  if (const auto damaged = checkpoint::damaged_manifest(dir.string())) throw std::runtime_error(*damaged);
-  if (!manifest)
+  if (!manifest) {
+    if (const auto damaged = checkpoint::damaged_manifest(dir.string())) throw std::runtime_error(*damaged);
     throw std::runtime_error(dir.string() + ": not a complete Tunebench checkpoint (no " +
                              training::kManifestName + ")");
+  }
   if (!manifest->contains("config") || !(*manifest)["config"].is_string())
     throw std::runtime_error(dir.string() + "/" + training::kManifestName + ": holds no config");
   return *manifest;

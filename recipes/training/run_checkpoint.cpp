@@ -215,11 +215,16 @@ std::string new_run_id() {
   return hex;
 }
 
+namespace {
+std::string run_id_in(const nlohmann::json& manifest) {
+  const auto it = manifest.find("run_id");
+  return it != manifest.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+}  // namespace
+
 std::string run_id_of(const std::string& checkpoint_folder) {
   const auto manifest = read_manifest(checkpoint_folder);
-  if (!manifest) return {};
-  const auto it = manifest->find("run_id");
-  return it != manifest->end() && it->is_string() ? it->get<std::string>() : std::string();
+  return manifest ? run_id_in(*manifest) : std::string();
 }
 
 std::vector<std::string> claim_output_dir(const config::Config& cfg, const std::string& metrics_file) {
@@ -248,7 +253,7 @@ std::vector<std::string> claim_output_dir(const config::Config& cfg, const std::
   for (const auto& c : list_checkpoints(output_dir)) {
     std::error_code ec;
     if (!c.complete || (!resumed.empty() && fs::equivalent(c.path, resumed, ec))) continue;
-    if (!resuming || run_id_of(c.path) != own_id) foreign.push_back(c.path);
+    if (!resuming || run_id_in(c.manifest) != own_id) foreign.push_back(c.path);
   }
   if (!foreign.empty() && !overwrite) {
     std::string names;
@@ -361,7 +366,7 @@ std::string CheckpointWriter::write(const std::string& name, int64_t step, const
 void CheckpointWriter::remove_old_checkpoints() {
   std::vector<CheckpointInfo> complete;
   for (auto& c : list_checkpoints(output_dir_))
-    if (c.complete && run_id_of(c.path) == run_id_) complete.push_back(std::move(c));  // never another run's
+    if (c.complete && run_id_in(c.manifest) == run_id_) complete.push_back(std::move(c));  // never another run's
   // Oldest step first; the one just written is never removed.
   for (size_t i = 0; i + static_cast<size_t>(keep_last_) < complete.size(); ++i) {
     std::error_code ec;
