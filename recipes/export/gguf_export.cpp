@@ -235,7 +235,8 @@ GgufExportResult export_gguf(const config::Config& cfg, const GgufExportOptions&
     kv.set_u32("general.quantization_version", 2);
     std::filesystem::path tokenizer_dir = cfg.get_string("tokenizer.path", "");
     if (!tokenizer_dir.empty() && !std::filesystem::is_directory(tokenizer_dir)) tokenizer_dir = tokenizer_dir.parent_path();
-    add_tokenizer_metadata(kv, *loaded.tokenizer, args.vocab_size, args.family, tokenizer_dir.string());
+    for (auto& w : add_tokenizer_metadata(kv, *loaded.tokenizer, args.vocab_size, tokenizer_dir.string()))
+      result.warnings.push_back(std::move(w));
     chat_template = find_chat_template(*loaded.tokenizer, loaded.checkpoint_dir);
     if (chat_template) {
       kv.set_string("tokenizer.chat_template", chat_template->source());

@@ -35,6 +35,7 @@ class TokenizerPipeline {
   AddedVocabulary& added_vocabulary() { return added_; }
   const AddedVocabulary& added_vocabulary() const { return added_; }
   const Normalizer* normalizer() const { return normalizer_.get(); }
+  const PreTokenizer* pre_tokenizer() const { return pre_tokenizer_.get(); }
   void set_encode_special_tokens(bool v) { added_.set_encode_special_tokens(v); }
   // Decides whether the fast path applies; call after the added tokens are set.
   void prepare();

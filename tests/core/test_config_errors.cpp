@@ -2,8 +2,6 @@
 // fixtures in tests/data/config/), all reported at once.
 #include <QtTest>
 
-#include <time.h>
-
 #include <algorithm>
 
 #include "test_main.h"
@@ -11,16 +9,11 @@
 #include "components/builtin.h"
 #include "config/config.h"
 #include "config/registry.h"
+#include "test_support.h"
 
 using namespace tb::config;
 
 namespace {
-
-double thread_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return double(t.tv_sec) + double(t.tv_nsec) / 1e9;
-}
 
 ComponentSpec spec(const char* kind, const char* name, std::vector<std::string> aliases, std::vector<ArgSpec> args) {
   ComponentSpec s;
@@ -255,9 +248,9 @@ class TestConfigErrors : public QObject {
       for (int i = 0; i < keys; ++i) text += "  k" + std::to_string(i) + ": " + std::to_string(i) + "\n";
       std::vector<double> runs;
       for (int round = 0; round < 3; ++round) {
-        const double start = thread_cpu_seconds();
+        const double start = tbtest::thread_cpu_seconds();
         const LoadResult r = load_text(text, "many.yaml", LoadOptions{});
-        runs.push_back(thread_cpu_seconds() - start);
+        runs.push_back(tbtest::thread_cpu_seconds() - start);
         if (r.ok() || r.diagnostics.size() > 20) return -1.0;  // `extra` is unknown once, not per key
       }
       std::sort(runs.begin(), runs.end());

@@ -94,6 +94,19 @@ class TestGguf : public QObject {
     return tbtest::run_process(cli_, args + overrides);
   }
 
+  // A one-layer random Llama 2-shaped model (no checkpoint) with `tokenizer` (a file) as its tokenizer.
+  std::string writeTinyConfig(const std::string& name, int64_t vocab, const std::string& tokenizer,
+                              const std::string& component = "tunebench.data.hf_tokenizer") {
+    const std::string yaml = path(name + ".yaml");
+    tbtest::write_file(yaml, "output_dir: " + path(name + "_out") + "\nmodel:\n  _component_: torchtune.models.llama2.llama2\n"
+                                 "  vocab_size: " + std::to_string(vocab) + "\n  num_layers: 1\n  num_heads: 2\n"
+                                 "  num_kv_heads: 1\n  embed_dim: 64\n  max_seq_len: 64\n"
+                                 "tokenizer:\n  _component_: " + component + "\n  path: " + tokenizer + "\n"
+                                 "checkpointer:\n  _component_: torchtune.training.FullModelHFCheckpointer\n  checkpoint_dir: null\n"
+                                 "  model_type: LLAMA2\n  output_dir: " + path(name + "_out") + "\ndevice: cpu\ndtype: fp32\n");
+    return yaml;
+  }
+
  private Q_SLOTS:
   void initTestCase() {
     QVERIFY(dir_.isValid());
@@ -451,35 +464,123 @@ class TestGguf : public QObject {
              alpaca_file.c_str());
   }
 
-  // A tokenizer.json that is not byte-level (Gemma's style) is written from the tokenizer.model beside it;
-  // without one the export says what is missing.
-  void sentencePieceStyleTokenizerJsonUsesTheModelFile() {
+  // A tokenizer.json that is not byte-level (Gemma's style) is written from the tokenizer.model beside it
+  // (a tokenizer.model of another size is refused: not the same vocabulary); without one, from the
+  // tokenizer.json itself as a SentencePiece vocabulary whose scores follow the merge ranks (llama.cpp
+  // merges the pair whose joined piece scores highest). The scores are checked against the ranks read from
+  // the file here; llama.cpp's own split of a real Gemma 3 file is test_gguf_llama_cpp's.
+  void sentencePieceStyleTokenizerJson() {
     const std::string folder = path("spm_json");
     std::filesystem::create_directories(folder);
     std::filesystem::copy_file(kSource + "/tests/data/tokenizers/gemma/tokenizer.json", folder + "/tokenizer.json");
-    const auto vocab = nlohmann::json::parse(tbtest::read_file(folder + "/tokenizer.json"))["model"]["vocab"].size();
-    const std::string yaml = path("spm_json.yaml");
-    const auto write_config = [&](int64_t model_vocab) {
-      tbtest::write_file(yaml, "output_dir: " + path("spm_out") + "\nmodel:\n  _component_: torchtune.models.llama2.llama2\n"
-                                   "  vocab_size: " + std::to_string(model_vocab) + "\n  num_layers: 1\n  num_heads: 2\n"
-                                   "  num_kv_heads: 1\n  embed_dim: 64\n  max_seq_len: 64\n"
-                                   "tokenizer:\n  _component_: tunebench.data.hf_tokenizer\n  path: " + folder + "/tokenizer.json\n"
-                                   "checkpointer:\n  _component_: torchtune.training.FullModelHFCheckpointer\n  checkpoint_dir: null\n"
-                                   "  model_type: LLAMA2\n  output_dir: " + path("spm_out") + "\ndevice: cpu\ndtype: fp32\n");
-    };
-    write_config(int64_t(vocab) + 64);
-    auto r = tbtest::run_process(cli_, {"export", "gguf", "--config", QString::fromStdString(yaml), "--output",
-                                        QString::fromStdString(path("spm_json.gguf")), "--type", "f16"});
-    QCOMPARE(r.code, 1);
-    QVERIFY2(r.err.contains("tokenizer.model beside it"), qPrintable(r.err));
-    // A tokenizer.model of another size is refused too: it would not be the same vocabulary.
+    const auto json = nlohmann::json::parse(tbtest::read_file(folder + "/tokenizer.json"));
+    const auto vocab = json["model"]["vocab"].size();
+    const std::string yaml = writeTinyConfig("spm_json", int64_t(vocab) + 64, folder + "/tokenizer.json");
+    auto r = exportModel(QString::fromStdString(yaml), path("spm_json.gguf"), "f16");
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const auto f = tbtest::parse_gguf(tbtest::read_file(path("spm_json.gguf")));
+    QCOMPARE(f.kv.at("tokenizer.ggml.model").s(), std::string("llama"));
+    QCOMPARE(f.kv.at("tokenizer.ggml.add_space_prefix").b(), false);  // Gemma prepends no "▁"
+    const auto& tokens = f.kv.at("tokenizer.ggml.tokens").array;
+    const auto& scores = f.kv.at("tokenizer.ggml.scores").array;
+    const auto& types = f.kv.at("tokenizer.ggml.token_type").array;
+    QCOMPARE(tokens.size(), vocab + 64);
+    std::map<std::string, size_t> first_rank;
+    const auto& merges = json["model"]["merges"];
+    for (size_t rank = 0; rank < merges.size(); ++rank) {
+      const auto& m = merges[rank];
+      const std::string joined = m.is_string() ? std::string(m.get<std::string>()).erase(m.get<std::string>().find(' '), 1)
+                                               : m[0].get<std::string>() + m[1].get<std::string>();
+      first_rank.emplace(joined, rank);
+    }
+    size_t checked = 0;
+    for (const auto& [piece, id] : json["model"]["vocab"].items()) {
+      const auto it = first_rank.find(piece);
+      if (it == first_rank.end()) continue;
+      QCOMPARE(tokens[id.get<size_t>()].s(), piece);
+      QCOMPARE(scores[id.get<size_t>()].f(), double(-float(it->second)));
+      ++checked;
+    }
+    QVERIFY(checked > 1000);
+    QCOMPARE(types[json["model"]["vocab"]["<0x0A>"].get<size_t>()].i(), int64_t(6));  // byte
+    QCOMPARE(types[json["model"]["vocab"]["<unk>"].get<size_t>()].i(), int64_t(2));   // unknown
+    QCOMPARE(types[vocab + 10].i(), int64_t(5));  // padding past the vocabulary: unused
+    // With a tokenizer.model of another size beside it: refused.
     std::filesystem::copy_file(kSource + "/resources/tokenizer/tokenizer.model", folder + "/tokenizer.model");
-    r = tbtest::run_process(cli_, {"export", "gguf", "--config", QString::fromStdString(yaml), "--output",
-                                   QString::fromStdString(path("spm_json.gguf")), "--type", "f16"});
+    r = exportModel(QString::fromStdString(yaml), path("spm_json2.gguf"), "f16");
     if (vocab != 2048) {
       QCOMPARE(r.code, 1);
       QVERIFY2(r.err.contains("not the same vocabulary"), qPrintable(r.err));
     }
+  }
+
+  // The pre-tokenizer name is found from how the tokenizer splits text, not from its family: a Llama 3
+  // tokenizer.json whose number rule is changed (1-4 digits, which no llama.cpp name does) or which
+  // lowercases first is refused, naming what llama.cpp knows; the unchanged one is llama-bpe.
+  void byteLevelSplitLlamaCppHasNoNameForIsRefused_data() {
+    QTest::addColumn<QString>("from");
+    QTest::addColumn<QString>("to");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("unchanged") << "" << "" << "llama-bpe";
+    QTest::newRow("four digits") << "\\\\p{N}{1,3}" << "\\\\p{N}{1,4}" << "";
+    QTest::newRow("lowercased") << "\"normalizer\": null" << "\"normalizer\": {\"type\": \"Lowercase\"}" << "";
+  }
+  void byteLevelSplitLlamaCppHasNoNameForIsRefused() {
+    QFETCH(QString, from);
+    QFETCH(QString, to);
+    QFETCH(QString, expected);
+    const std::string tag = QTest::currentDataTag(), folder = path("split_" + std::to_string(std::hash<std::string>{}(tag)));
+    std::filesystem::create_directories(folder);
+    std::string text = tbtest::read_file(kSource + "/tests/data/tokenizers/llama3/tokenizer.json");
+    if (!from.isEmpty()) {
+      const auto at = text.find(from.toStdString());
+      QVERIFY2(at != std::string::npos, qPrintable(from));
+      text.replace(at, from.size(), to.toStdString());
+    }
+    tbtest::write_file(folder + "/tokenizer.json", text);
+    const int64_t vocab = 128 * ((nlohmann::json::parse(text)["added_tokens"].back()["id"].get<int64_t>() + 128) / 128);
+    const std::string yaml = writeTinyConfig("split_" + std::to_string(std::hash<std::string>{}(tag)), vocab, folder + "/tokenizer.json");
+    const auto r = exportModel(QString::fromStdString(yaml), folder + "/out.gguf", "f16");
+    if (expected.isEmpty()) {
+      QCOMPARE(r.code, 1);
+      QVERIFY2(r.err.contains("llama.cpp has no pre-tokenizer that splits text as this tokenizer does") &&
+                   r.err.contains("llama-bpe (Llama 3)") && r.err.contains("qwen2"),
+               qPrintable(r.err));
+      QVERIFY(!std::filesystem::exists(folder + "/out.gguf"));
+    } else {
+      QVERIFY2(r.code == 0, qPrintable(r.err));
+      QCOMPARE(QString::fromStdString(tbtest::parse_gguf(tbtest::read_file(folder + "/out.gguf")).kv.at("tokenizer.ggml.pre").s()), expected);
+    }
+  }
+
+  // SentencePiece models from spm_train: without byte pieces (byte_fallback off) llama.cpp cannot load the
+  // vocabulary, so the export refuses; one that collapses runs of spaces (remove_extra_whitespaces, the
+  // trainer's default) exports with a warning; Llama 2's settings (the bundled model) export without one.
+  void sentencePieceModelsLlamaCppCannotMatch() {
+    const std::string corpus = path("spm_corpus.txt");
+    tbtest::write_file(corpus, tbtest::read_file(kSource + "/resources/corpus/tunebench_stories.txt").substr(0, 200000));
+    const auto train = [&](const std::string& name, const QStringList& flags) {
+      const auto r = tbtest::run_process("spm_train", QStringList{QString::fromStdString("--input=" + corpus),
+                                                                  QString::fromStdString("--model_prefix=" + path(name)),
+                                                                  "--model_type=bpe", "--vocab_size=400", "--num_threads=1",
+                                                                  "--minloglevel=2"} + flags);
+      if (r.code != 0) throw std::runtime_error("spm_train: " + r.err.toStdString());
+      return path(name) + ".model";
+    };
+    const auto export_with = [&](const std::string& name, const std::string& model, int64_t vocab) {
+      return exportModel(QString::fromStdString(writeTinyConfig(name, vocab, model, "torchtune.models.llama2.llama2_tokenizer")),
+                         path(name + ".gguf"), "f16");
+    };
+    auto r = export_with("no_bytes", train("no_bytes", {"--byte_fallback=false"}), 448);
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("lacks 256 of the 256 byte pieces (<0x00>, ...)") && r.err.contains("byte_fallback"), qPrintable(r.err));
+    QVERIFY(!std::filesystem::exists(path("no_bytes.gguf")));
+    r = export_with("collapsing", train("collapsing", {"--byte_fallback=true"}), 448);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(r.err.contains("export: warning: this tokenizer.model collapses runs of spaces"), qPrintable(r.err));
+    r = export_with("llama2_style", kSource + "/resources/tokenizer/tokenizer.model", 2048);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(!r.err.contains("warning"), qPrintable(r.err));
   }
 
   // Refusals: an unknown type names the accepted ones; a folder that does not exist leaves nothing.

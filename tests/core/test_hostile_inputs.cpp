@@ -18,6 +18,7 @@
 #include <csignal>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -27,6 +28,7 @@
 #include "checkpoint/atomic_file.h"
 #include "config/config.h"
 #include "config/overrides.h"
+#include "data/chat_template.h"
 #include "data/hf_tokenizer.h"
 #include "distributed/launcher.h"
 #include "data/json_rows.h"
@@ -283,6 +285,55 @@ class TestHostileInputs : public QObject {
     QCOMPARE(r.code, 1);  // not a signal
     QVERIFY2(r.err.contains(data + ":2:") && r.err.contains("nested deeper than 64 levels"), qPrintable(r.err));
     QCOMPARE(r.out.count('\n'), 1);  // the first row was tokenized
+  }
+
+  // Each assistant turn's header was found by rendering the conversation before it, twice: one
+  // conversation of 10,000 messages took 112 s in `data preview` (quadratic). Past 16 turns a generation
+  // prompt that is the same on the first two and the last turn is shared; 16 times the messages now
+  // take about 16 times the CPU time (bound 64; quadratic is 256). The headers stay the ones each turn's
+  // own history gives: checked turn by turn against renders of that history, for Qwen3's template and for
+  // one whose generation prompt counts the messages (it shares nothing).
+  void longConversationsRenderInLinearTime() {
+    const auto conversation = [](int n) {
+      std::vector<tb::data::Message> messages;
+      for (int i = 0; i < n; ++i)
+        messages.emplace_back(i % 2 == 0 ? "user" : "assistant", "message " + std::to_string(i));
+      return messages;
+    };
+    const tb::data::ChatTemplate qwen3(tbtest::read_file("tests/data/chat_templates/qwen3.jinja"), "qwen3.jinja");
+    const tb::data::ChatTemplate counting(
+        "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}"
+        "{% if add_generation_prompt %}<assistant>{{ messages|length }}:{% endif %}",
+        "counting");
+    for (const tb::data::ChatTemplate* t : {&qwen3, &counting}) {
+      const auto messages = conversation(40);
+      const auto rendered = t->render(messages, false);
+      for (size_t i = 1; i < messages.size(); i += 2) {
+        const std::vector<tb::data::Message> before(messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(i));
+        const std::string plain = t->render_text(before, false), prompted = t->render_text(before, true);
+        const std::string prompt = prompted.substr(plain.size());
+        const auto& span = rendered.spans[i];
+        size_t header = 0;
+        while (span.begin + header < span.end && header < prompt.size() && rendered.text[span.begin + header] == prompt[header]) ++header;
+        QCOMPARE(span.content_begin, span.begin + header);
+        QVERIFY(header > 0);
+      }
+    }
+    auto cpu_seconds = [&](int n) {  // the median of three
+      const auto messages = conversation(n);
+      std::vector<double> runs;
+      for (int round = 0; round < 3; ++round) {
+        const double start = tbtest::thread_cpu_seconds();
+        const auto rendered = qwen3.render(messages, false);
+        runs.push_back(rendered.spans.back().found ? tbtest::thread_cpu_seconds() - start : -1.0);
+      }
+      std::sort(runs.begin(), runs.end());
+      return runs[1];
+    };
+    const double small = cpu_seconds(500), large = cpu_seconds(8000);
+    qInfo("500 messages %.3f s, 8,000 messages %.3f s of CPU time: %.1fx", small, large, large / small);
+    QVERIFY(small > 0 && large > 0);
+    QVERIFY2(large / small < 64, qPrintable(QString("%1x").arg(large / small)));
   }
 
   // `kill -9` of the launcher left its workers training and saving: they now end with it (they stop as

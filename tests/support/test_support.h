@@ -5,6 +5,8 @@
 #include <QString>
 #include <QStringList>
 
+#include <time.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -50,6 +52,14 @@ inline QString last_line(const QString& text) {
 }
 
 // A file's bytes ("" when it cannot be read), and writing bytes to a file (its folders made first).
+// This thread's CPU time: what a complexity check compares (other processes on a busy machine do not
+// stretch it, as they stretch wall time).
+inline double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) / 1e9;
+}
+
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream ss;
