@@ -91,6 +91,10 @@ std::vector<Row> parse_delimited_rows(const std::string& text, const std::string
   if (records.empty()) return rows;
   const Record& header = records.front();
   if (header.unterminated) throw DataError(file, header.line, "the header has an unterminated quote");
+  if (header.fields.size() > kMaxRowKeys)
+    throw DataError(file, header.line, "the header has " + std::to_string(header.fields.size()) + " columns, more than " +
+                                           std::to_string(kMaxRowKeys) + " (a row keeps its columns in order, and so many "
+                                           "make reading quadratic)");
   std::set<std::string> seen;
   for (size_t c = 0; c < header.fields.size(); ++c) {
     const std::string& name = header.fields[c];

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "config/regular_file.h"
 #include "data/dataset.h"
@@ -34,10 +35,16 @@ Row parse_row(const std::string& text, const std::string& file, int line) {
   Row row;
   row.file = file;
   row.line = line;
-  // The parser says each value's depth as it goes: a row nested too deep stops there, before it is built.
+  // The parser says each value's depth and each key as it goes: a row nested too deep or an object with
+  // too many keys stops there, before it is built.
   struct TooDeep {};
-  const auto bounded = [](int depth, json::parse_event_t, json&) {
+  struct TooManyKeys {};
+  std::vector<size_t> keys;  // per open object
+  const auto bounded = [&keys](int depth, json::parse_event_t event, json&) {
     if (depth > kMaxRowDepth) throw TooDeep{};
+    if (event == json::parse_event_t::object_start) keys.push_back(0);
+    else if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    else if (event == json::parse_event_t::key && !keys.empty() && ++keys.back() > kMaxRowKeys) throw TooManyKeys{};
     return true;
   };
   try {
@@ -45,6 +52,9 @@ Row parse_row(const std::string& text, const std::string& file, int line) {
   } catch (const TooDeep&) {
     row.value = nullptr;
     row.error = "nested deeper than " + std::to_string(kMaxRowDepth) + " levels (arrays or objects in one another)";
+  } catch (const TooManyKeys&) {
+    row.value = nullptr;
+    row.error = "an object with more than " + std::to_string(kMaxRowKeys) + " keys";
   } catch (const json::parse_error& e) {
     // e.byte is 1-based and points just past the problem; report the line it falls on.
     const size_t at = e.byte > 0 ? e.byte - 1 : 0;

@@ -17,6 +17,10 @@ using RowJson = nlohmann::ordered_json;
 // (messages, content parts, tool calls); a row nested tens of thousands deep crashed the template renderer
 // that walks it. Deeper is a bad row: `file:line: nested deeper than 64 levels`.
 inline constexpr int kMaxRowDepth = 64;
+// The most keys one object in a row may have (a CSV row: columns). Rows keep their keys in file order, and
+// that map finds a key by looking through the ones before it: a row of a million keys took minutes. Chat
+// and instruction data have a handful; more is a bad row: `file:line: an object with more than 1024 keys`.
+inline constexpr size_t kMaxRowKeys = 1024;
 // The longest line a text or JSONL row may be read from: a longer one is a bad row (reported at its line,
 // or skipped with skip_bad_rows), read through without being held. Training keeps max_seq_len tokens of
 // a row; 64 MiB of text is hundreds of times any context.

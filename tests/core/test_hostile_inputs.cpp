@@ -28,9 +28,11 @@
 #include "checkpoint/atomic_file.h"
 #include "config/config.h"
 #include "config/overrides.h"
+#include "config/tree.h"
 #include "data/chat_template.h"
 #include "data/hf_tokenizer.h"
 #include "distributed/launcher.h"
+#include "data/csv_rows.h"
 #include "data/json_rows.h"
 #include "test_support.h"
 #include "text/jinja.h"
@@ -334,6 +336,68 @@ class TestHostileInputs : public QObject {
     qInfo("500 messages %.3f s, 8,000 messages %.3f s of CPU time: %.1fx", small, large, large / small);
     QVERIFY(small > 0 && large > 0);
     QVERIFY2(large / small < 64, qPrintable(QString("%1x").arg(large / small)));
+  }
+
+  // Rows keep their keys in order, and that map finds a key by looking through the ones before it: a
+  // JSONL row of a million keys and a CSV of a million columns each ran past 120 s. An object of more
+  // than 1024 keys is a bad row at its line (the next row still reads); such a CSV header is refused.
+  void wideRowsAreBounded() {
+    std::string wide = R"({"text": "hi")";
+    for (int i = 0; i < 1000000; ++i) wide += ",\"k" + std::to_string(i) + "\": 0";
+    wide += "}";
+    const auto rows = tb::data::parse_json_rows(wide + "\n" + R"({"text": "next", "meta": {"a": 1}})" + "\n", "wide.jsonl");
+    QCOMPARE(rows.size(), size_t(2));
+    QCOMPARE(rows[0].error, std::string("an object with more than 1024 keys"));
+    QVERIFY(rows[1].error.empty());
+    QCOMPARE(rows[1].value["text"].get<std::string>(), std::string("next"));
+    std::string header = "text", line = "hi";
+    for (int i = 0; i < 1000000; ++i) header += ",c" + std::to_string(i), line += ",1";
+    try {
+      tb::data::parse_delimited_rows(header + "\n" + line + "\n", "wide.csv", ',');
+      QFAIL("a CSV of a million columns was read");
+    } catch (const std::exception& e) {
+      QVERIFY2(std::string(e.what()).find("wide.csv:1: the header has 1000001 columns, more than 1024") != std::string::npos, e.what());
+    }
+    // 1024 keys is still a row.
+    std::string full = R"({"text": "hi")";
+    for (int i = 1; i < 1024; ++i) full += ",\"k" + std::to_string(i) + "\": 0";
+    QVERIFY(tb::data::parse_json_rows(full + "}\n", "full.jsonl")[0].error.empty());
+  }
+
+  // 10,000 nested Sequence normalizers (or pre-tokenizers) in a tokenizer.json loaded with 1.6 GB (a path
+  // string held per level); a file nested deeper than 32 levels is refused as it is parsed.
+  void deeplyNestedTokenizerFilesAreRefused() {
+    auto tok = nlohmann::json::parse(tbtest::read_file("tests/data/tokenizers/qwen/tokenizer.json"));
+    nlohmann::json nested = {{"type", "NFC"}};
+    for (int i = 0; i < 10000; ++i) nested = {{"type", "Sequence"}, {"normalizers", nlohmann::json::array({std::move(nested)})}};
+    tok["normalizer"] = std::move(nested);
+    try {
+      tb::text::load_tokenizer_json(tok.dump(), "deep.json");
+      QFAIL("10,000 nested normalizers loaded");
+    } catch (const std::exception& e) {
+      QCOMPARE(std::string(e.what()), std::string("deep.json: nested deeper than 32 levels (objects and arrays in one "
+                                                  "another; a real tokenizer.json nests about 6)"));
+    }
+  }
+
+  // An override list of 20,000 items (100 KB) took 4.4 GB and 8 s: every node it set recorded the whole
+  // override text. Nodes record at most 200 bytes of it now, and messages name it by its start.
+  void longOverridesAreRecordedOnce() {
+    std::string items;
+    for (int i = 0; i < 20000; ++i) items += (i ? "," : "") + std::to_string(i);
+    tb::config::Node root;
+    root.kind = tb::config::Node::Kind::Map;
+    std::vector<tb::config::Diagnostic> diags;
+    tb::config::apply_overrides(root, {"dataset.data_files=[" + items + "]", "k" + std::string(300, 'x') + ".a.b=1"}, diags);
+    QVERIFY(diags.empty());
+    const tb::config::Node* list = root.find("dataset")->find("data_files");
+    QCOMPARE(list->children.size(), size_t(20000));
+    QCOMPARE(list->children.back().text, std::string("19999"));
+    size_t longest = list->origin.size();
+    for (const auto& c : list->children) longest = std::max(longest, c.origin.size());
+    QVERIFY2(longest <= 203, qPrintable(QString::number(longest)));
+    QVERIFY(list->origin.rfind("dataset.data_files=[0,1,2,", 0) == 0);
+    QVERIFY(list->origin.size() > 3 && list->origin.compare(list->origin.size() - 3, 3, "...") == 0);
   }
 
   // `kill -9` of the launcher left its workers training and saving: they now end with it (they stop as
