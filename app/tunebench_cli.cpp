@@ -1,8 +1,8 @@
 // tunebench-cli: the headless front end (docs/contracts.md "The CLI"), modelled on torchtune's `tune`.
-// Exit codes: 0 success, 1 user error with a one-line reason on stderr. No exception and no signal
-// ends it: main catches everything, SIGINT/SIGTERM ask a running recipe to stop, SIGPIPE is ignored.
+// Exit codes: 0 success, 1 user error with a one-line reason on stderr, 130 stopped by a second
+// SIGINT/SIGTERM (or eval by the first). No exception ends it: main catches everything; SIGINT/SIGTERM
+// ask the work in scope to stop (training/stop_signals.h), SIGPIPE is ignored.
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -35,6 +35,7 @@
 #include "run_harness.h"
 #include "text/json_text.h"
 #include "training/metric_loggers.h"
+#include "training/stop_signals.h"
 
 namespace fs = std::filesystem;
 
@@ -48,31 +49,10 @@ int fail(const std::string& reason) {
   return kUserError;
 }
 
-// The run being executed, for the signal handler. A lock-free atomic store is async-signal-safe.
-std::atomic<tb::training::RunControl*> g_running{nullptr};
-std::atomic<bool> g_stop_requested{false};  // the launcher passes it on to its workers
-
-// A first stop finishes the step and saves; a second is obeyed at once, in any phase (checkpoints are
-// renamed into place whole, so none is left looking complete).
-extern "C" void on_stop_signal(int) {
-  const bool again = g_stop_requested.exchange(true);
-  if (tb::training::RunControl* control = g_running.load()) control->stop.store(true);
-  const char first[] = "\ntunebench-cli: stopping after the current step (again to stop at once)...\n";
-  const char now[] = "\ntunebench-cli: stopped at once (the current step is not saved)\n";
-  ssize_t ignored = again ? write(STDERR_FILENO, now, sizeof now - 1) : write(STDERR_FILENO, first, sizeof first - 1);
-  (void)ignored;
-  if (again) _exit(130);
-}
-
-void install_signal_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sa.sa_flags = SA_RESTART;  // a blocking call (c10d's rendezvous) continues instead of failing with EINTR
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);  // a closed pipe (`| head`) becomes a write error, not a death
-  std::signal(SIGXFSZ, SIG_IGN);  // a file size limit (ulimit -f) becomes EFBIG, reported, not a death
+// A verb's failure; a stop asked for (Ctrl-C, SIGTERM) ends it with 130, as the shell reports an interrupt.
+int fail(const std::string& verb, const std::exception& e) {
+  fail(verb + ": " + e.what());
+  return dynamic_cast<const tb::config::Interrupted*>(&e) ? 130 : kUserError;
 }
 
 // Every recipe name we know of: the built-in recipes, then those the bundled configs are written for.
@@ -214,9 +194,8 @@ int cmd_run(const std::string& recipe_name, const std::string& config, const std
   harness.rank = rank;
   harness.print_progress = true;
   tb::training::RunControl control;
-  g_running.store(&control);
+  const tb::training::StopOnSignal stoppable(control);
   const tb::training::RunResult result = tb::run_with_harness(*recipe, *cfg, control, harness);
-  g_running.store(nullptr);
   if (result.status == tb::training::RunStatus::Failed)
     return fail((rank > 0 ? "rank " + std::to_string(rank) + ": " : std::string()) + "run failed: " +
                 (result.message.empty() ? std::string("(no reason given)") : result.message));
@@ -257,7 +236,7 @@ int cmd_launch(const std::string& recipe_name, const std::string& config, const 
   options.worker_argv = {self.string(), "run", recipe_name, "--config", config};
   options.worker_argv.insert(options.worker_argv.end(), worker_overrides.begin(), worker_overrides.end());
   try {
-    const auto result = tb::distributed::launch(options, g_stop_requested,
+    const auto result = tb::distributed::launch(options, tb::training::stop_signal_received(),
                                                 [](const std::string& line) { std::cerr << "tunebench-cli: " << line << "\n"; });
     if (result.exit_code != 0) return fail("run failed: " + result.message);
   } catch (const std::exception& e) {
@@ -287,7 +266,7 @@ int cmd_eval(const std::string& config, const std::string& checkpoint, const std
     if (!std::isfinite(result.loss))  // the JSON line says null; the exit status says it too
       return fail("eval: the loss is not finite (" + std::to_string(result.loss) + "): the weights hold NaN or Inf?");
   } catch (const std::exception& e) {
-    return fail(std::string("eval: ") + e.what());
+    return fail("eval", e);
   }
   return kOk;
 }
@@ -311,7 +290,7 @@ int cmd_generate(const std::string& config, const std::string& checkpoint, const
     std::cerr << "generate: " << result.tokens.size() << " tokens in " << result.seconds << " s"
               << (result.stopped_at_eos ? " (stopped at end of sequence)" : "") << "\n";
   } catch (const std::exception& e) {
-    return fail(std::string("generate: ") + e.what());
+    return fail("generate", e);
   }
   return kOk;
 }
@@ -358,7 +337,7 @@ int cmd_export_gguf(const std::string& config, const std::string& checkpoint, co
                                  {"seconds", result.seconds}};
     std::cout << tb::text::json_text(line) << "\n";
   } catch (const std::exception& e) {
-    return fail(std::string("export gguf: ") + e.what());
+    return fail("export gguf", e);
   }
   return kOk;
 }
@@ -389,7 +368,7 @@ int cmd_tokenize(const std::string& config, const std::vector<std::string>& over
     tb::inference::tokenize_file(*tokenizer, jsonl ? t.jsonl : t.file, jsonl, t.add_generation_prompt, std::cout);
   } catch (const std::exception& e) {
     std::cout << std::flush;
-    return fail(std::string("tokenize: ") + e.what());
+    return fail("tokenize", e);
   }
   return kOk;
 }
@@ -404,7 +383,7 @@ int cmd_data_preview(const std::string& config, const std::vector<std::string>& 
     else
       std::cout << tb::inference::preview_text(preview, isatty(STDOUT_FILENO) != 0);
   } catch (const std::exception& e) {
-    return fail(std::string("data preview: ") + e.what());
+    return fail("data preview", e);
   }
   return kOk;
 }
@@ -428,7 +407,7 @@ int cmd_bench_step(const std::string& config, std::vector<std::string> overrides
   if (!cfg) return kUserError;
 
   tb::training::RunControl interrupt;  // Ctrl-C stops the bench after the current step
-  g_running.store(&interrupt);
+  const tb::training::StopOnSignal stoppable(interrupt);
   tb::bench::StepBenchOptions options = base_options;
   options.interrupt = &interrupt.stop;
   const bool tty = isatty(STDERR_FILENO) != 0;
@@ -455,7 +434,6 @@ int cmd_bench_step(const std::string& config, std::vector<std::string> overrides
     if (open_line) std::cerr << "\n";
     code = fail(e.what());
   }
-  g_running.store(nullptr);
   std::error_code ec;
   fs::remove_all(scratch, ec);
   return code;
@@ -473,7 +451,7 @@ int cmd_bench_compile(const std::string& config, const std::vector<std::string>&
   const std::string recipe_name = tb::config::recipe_for_config(path);
   const tb::RecipeInfo* recipe = tb::find_recipe(recipe_name);
   if (!recipe) return fail("bench compile: the config names no recipe of this version ('" + recipe_name + "')");
-  g_running.store(&interrupt);
+  const tb::training::StopOnSignal stoppable(interrupt);
   std::optional<tb::bench::CompileBench> result;
   try {
     result = tb::bench::bench_compile(
@@ -483,10 +461,8 @@ int cmd_bench_compile(const std::string& config, const std::vector<std::string>&
                     << " tokens/s, first step " << figures["first_step_s"].get<double>() << " s\n";
         });
   } catch (const std::exception& e) {
-    g_running.store(nullptr);
     return fail(e.what());
   }
-  g_running.store(nullptr);
   if (!result) return kUserError;
   if (!result->limit_error.empty())
     std::cerr << "bench compile: the matrix-product peak could not be measured: " << result->limit_error << "\n";
@@ -688,7 +664,9 @@ int run_cli(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  install_signal_handlers();
+  tb::training::install_stop_signal_handlers();
+  tb::training::RunControl stop;  // what a signal stops when no run or bench is in scope: rows, batches, tokens
+  const tb::training::StopOnSignal stoppable(stop);
   try {
     return run_cli(argc, argv);
   } catch (const std::exception& e) {

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "components/builtin.h"
+#include "config/interrupt.h"
 #include "config/schema.h"
 #include "training/metric_loggers.h"
 #include "training/output_lock.h"
@@ -37,6 +38,9 @@ training::RunResult run_with_harness(const RecipeInfo& recipe, const config::Con
   for (const auto& l : harness.loggers) logger->add(l);
   for (const auto& line : claimed) logger->log_event({{"event", "info"}, {"message", line}});
   try {
+    // Reading and tokenizing the dataset hear a stop too (training steps check control.stop themselves;
+    // run_recipe reports a stop heard in setup).
+    const config::InterruptScope interruptible(&control.stop);
     result = recipe.run(cfg, *logger, control);
   } catch (const std::exception& e) {
     // Recipes report their own end event; one that throws gets it here.

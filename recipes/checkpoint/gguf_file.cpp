@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "checkpoint/atomic_file.h"
+#include "config/interrupt.h"
 
 namespace tb::checkpoint {
 
@@ -111,6 +112,7 @@ uint64_t write_gguf(const std::string& path, const GgufMetadata& metadata, const
   uint64_t written = 0;
   static const char zeros[kGgufAlignment] = {};
   for (size_t i = 0; i < tensors.size(); ++i) {
+    config::check_interrupt();  // the file is not committed: nothing is left behind
     const auto& t = tensors[i];
     const std::vector<uint8_t> data = t.data();
     const uint64_t expected = gguf_tensor_bytes(t);

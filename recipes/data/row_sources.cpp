@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "config/config.h"
+#include "config/interrupt.h"
 #include "data/csv_rows.h"
 
 namespace tb::data {
@@ -39,6 +40,7 @@ std::vector<Row> load_rows(const std::string& source, const std::vector<std::str
 void for_each_row(const std::vector<Row>& rows, bool skip_bad_rows, DatasetStats& stats,
                   const std::function<void(const Row&)>& build) {
   for (const Row& row : rows) {
+    config::check_interrupt();  // a stop asked for while a large dataset is built ends the build here
     ++stats.rows;
     try {
       require_readable(row);

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "config/interrupt.h"
+
 namespace tb::inference {
 namespace {
 
@@ -56,6 +58,7 @@ Decoded decode(models::TransformerDecoderImpl& model, const data::Tokenizer& tok
   auto input = torch::tensor(prompt, torch::kLong).unsqueeze(0);
   try {
     for (int64_t i = 0; i < new_tokens; ++i) {
+      config::check_interrupt();
       const auto logits = model.forward(input).select(1, -1).squeeze(0);  // last position, [vocab]
       const int64_t next = pick_token(logits, settings, generator);
       if (std::find(stops.begin(), stops.end(), next) != stops.end()) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "components/builtin.h"
+#include "config/interrupt.h"
 #include "config/registry.h"
 #include "data/batch_tensors.h"
 #include "data/dataloader.h"
@@ -36,6 +37,7 @@ EvalResult evaluate(const config::Config& cfg, const EvalProgress& progress) {
   EvalResult result;
   const auto total = static_cast<int64_t>(dataset->size());
   while (auto batch = loader.next()) {
+    config::check_interrupt();
     const auto t = data::to_tensors(*batch);
     const auto hidden = model.forward_hidden(t.tokens, t.input_pos);
     loss_sum += models::token_loss_sum(model, hidden, t.labels, spec).to(torch::kFloat64).item<double>();

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <ostream>
 
+#include "config/interrupt.h"
 #include "config/regular_file.h"
 #include "data/dataset.h"
 #include "data/hf_tokenizer.h"
@@ -75,7 +76,10 @@ size_t tokenize_file(const data::Tokenizer& tokenizer, const std::string& path, 
       rows.push_back(std::move(row));
     }
   }
-  for (const auto& row : rows) out << text::json_text(tokenize_row(tokenizer, row, add_generation_prompt)) << "\n";
+  for (const auto& row : rows) {
+    config::check_interrupt();
+    out << text::json_text(tokenize_row(tokenizer, row, add_generation_prompt)) << "\n";
+  }
   return rows.size();
 }
 

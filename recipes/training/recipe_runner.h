@@ -1,11 +1,13 @@
 // How every recipe object is driven: setup(), train(), cleanup(), with an exception anywhere turned
-// into a Failed result, so a run's log always ends with its "end" event.
+// into a Failed result (a stop heard during setup into a Stopped one), so a run's log always ends with its
+// "end" event.
 #pragma once
 
 #include <exception>
 
 #include <c10/util/Exception.h>
 
+#include "config/interrupt.h"
 #include "training/run_control.h"
 
 namespace tb::training {
@@ -17,6 +19,10 @@ RunResult run_recipe(Recipe& recipe) {
   try {
     recipe.setup();
     result = recipe.train();
+  } catch (const config::Interrupted&) {  // a stop heard while the dataset was built (setup has no steps)
+    result = RunResult{};
+    result.status = RunStatus::Stopped;
+    result.message = "stopped before training began (while the dataset was built)";
   } catch (const std::exception& e) {
     result = RunResult{};
     result.status = RunStatus::Failed;

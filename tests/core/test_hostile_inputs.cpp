@@ -562,6 +562,54 @@ class TestHostileInputs : public QObject {
     QCOMPARE(early.exitCode(), 130);
   }
 
+  // A first stop was heard only between training steps: a large dataset was built to the end first, and
+  // eval ignored Ctrl-C. Both now stop between rows (and eval between batches): the run ends "stopped"
+  // before training with no checkpoint, eval exits 130. The 400,000-row file takes seconds to build, and
+  // the signal comes as soon as the process handles it.
+  void aFirstStopIsHeardWhileDataIsBuiltAndInEval() {
+    const QString data = tmp_.filePath("big.txt");
+    {
+      std::string text;
+      for (int i = 0; i < 400000; ++i) text += "row " + std::to_string(i) + " of a text that takes a while to tokenize\n";
+      tbtest::write_file(data.toStdString(), text);
+    }
+    const QStringList dataset{"dataset._component_=torchtune.datasets.text_completion_dataset", "dataset.source=text",
+                              "dataset.data_files=" + data, "~dataset.train_on_input"};
+    const QString out = tmp_.filePath("stopped_building");
+    QProcess run;
+    run.start(cli_, QStringList{"run", "full_finetune_single_device", "--config", "tiny/full_single_device",
+                                "output_dir=" + out, "epochs=1", "num_threads=1"} + dataset);
+    QVERIFY(run.waitForStarted());
+    QString said;  // once it has said so, its handlers are in place
+    QTRY_VERIFY_WITH_TIMEOUT((said += QString::fromUtf8(run.readAllStandardOutput())).contains("run started"), 60000);
+    ::kill(static_cast<pid_t>(run.processId()), SIGINT);
+    QVERIFY(run.waitForFinished(120000));
+    QCOMPARE(run.exitStatus(), QProcess::NormalExit);
+    const std::string log = tbtest::read_file((out + "/logs/metrics.jsonl").toStdString());
+    QVERIFY2(log.find("stopped before training began (while the dataset was built)") != std::string::npos &&
+                 log.find(R"("status":"stopped")") != std::string::npos,
+             log.c_str());
+    QVERIFY(log.find("\"loss\":") == std::string::npos);  // no step was taken
+    QVERIFY(tb::training::list_checkpoints(out.toStdString()).empty());
+
+    QProcess eval;
+    eval.start(cli_, {"eval", "--config", "tiny/eval_stories", "dataset.data_files=" + data});
+    QVERIFY(eval.waitForStarted());
+    const auto handles_sigint = [pid = eval.processId()] {  // SigCgt: the signals it catches, in hex
+      const std::string status = tbtest::read_file("/proc/" + std::to_string(pid) + "/status");
+      const auto at = status.find("SigCgt:");
+      return at != std::string::npos && (std::stoull(status.substr(at + 7, 24), nullptr, 16) & (1ull << (SIGINT - 1))) != 0;
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(handles_sigint(), 60000);
+    ::kill(static_cast<pid_t>(eval.processId()), SIGINT);
+    QVERIFY(eval.waitForFinished(120000));
+    QCOMPARE(eval.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(eval.exitCode(), 130);
+    const QString evalErr = QString::fromUtf8(eval.readAllStandardError());
+    QVERIFY2(evalErr.contains("eval: stopped before the end (a stop was asked for)"), qPrintable(evalErr));
+    QVERIFY(eval.readAllStandardOutput().isEmpty());  // no result line
+  }
+
   // tokenizer.json: invalid added-token ids (-1, 2^40, one id twice) were dropped silently and a second
   // "model" key replaced the first: each is refused as Hugging Face's reader refuses it, naming the entry.
   void tokenizerFilesSayWhatIsWrong() {
