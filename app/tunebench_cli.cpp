@@ -44,15 +44,14 @@ namespace {
 constexpr int kOk = 0;
 constexpr int kUserError = 1;
 
-int fail(const std::string& reason) {
+int fail(const std::string& reason, int code = kUserError) {
   std::cerr << "tunebench-cli: " << reason << "\n";
-  return kUserError;
+  return code;
 }
 
 // A verb's failure; a stop asked for (Ctrl-C, SIGTERM) ends it with 130, as the shell reports an interrupt.
 int fail(const std::string& verb, const std::exception& e) {
-  fail(verb + ": " + e.what());
-  return dynamic_cast<const tb::config::Interrupted*>(&e) ? 130 : kUserError;
+  return fail(verb + ": " + e.what(), dynamic_cast<const tb::config::Interrupted*>(&e) ? 130 : kUserError);
 }
 
 // Every recipe name we know of: the built-in recipes, then those the bundled configs are written for.
@@ -238,6 +237,7 @@ int cmd_launch(const std::string& recipe_name, const std::string& config, const 
   try {
     const auto result = tb::distributed::launch(options, tb::training::stop_signal_received(),
                                                 [](const std::string& line) { std::cerr << "tunebench-cli: " << line << "\n"; });
+    if (result.exit_code == 130) return fail(result.message, 130);
     if (result.exit_code != 0) return fail("run failed: " + result.message);
   } catch (const std::exception& e) {
     return fail(e.what());

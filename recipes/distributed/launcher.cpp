@@ -135,9 +135,14 @@ LaunchResult launch(const LaunchOptions& o, const std::atomic<bool>& stop,
   }
   say("started " + std::to_string(o.nproc_per_node) + " worker" + (o.nproc_per_node == 1 ? "" : "s") + " of " +
       std::to_string(world) + " (" + started + "); rendezvous at " + o.master_addr + ":" + std::to_string(port));
+  if (o.nnodes > 1)  // the wait for the other machines is said, with how long it may last
+    say("waiting for the other " + std::to_string(o.nnodes - 1) + " node" + (o.nnodes == 2 ? "" : "s") +
+        " to join (each runs this command with its own --node-rank, 0 to " + std::to_string(o.nnodes - 1) +
+        ", and --rdzv-endpoint " + o.master_addr + ":" + std::to_string(port) + "), at most " +
+        std::to_string(o.timeout_s) + " s; Ctrl-C stops the wait");
 
   LaunchResult result;
-  bool stop_sent = false;
+  bool stop_sent = false, stopped_waiting = false;
   std::optional<Clock::time_point> kill_at;  // set once the run is ending: then the stragglers are killed
   auto signal_running = [&](int sig) {
     for (auto& w : workers)
@@ -161,6 +166,12 @@ LaunchResult launch(const LaunchOptions& o, const std::atomic<bool>& stop,
       w.status = status;
       const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
       if (ok) continue;
+      // After a stop was passed on: 130 is a worker that stopped at once with nothing to save (still in the
+      // rendezvous); SIGTERM's own death, one that had not set up its handlers yet.
+      if (stop_sent && ((WIFEXITED(status) && WEXITSTATUS(status) == 130) || (WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM))) {
+        stopped_waiting = true;
+        continue;
+      }
       // A crash anywhere is said, not only the first failure's (the launcher's own signals are no news).
       if (WIFSIGNALED(status) && WTERMSIG(status) != SIGTERM && WTERMSIG(status) != SIGKILL)
         say("rank " + std::to_string(w.rank) + " (pid " + std::to_string(w.pid) + ") " + describe_status(status));
@@ -189,6 +200,10 @@ LaunchResult launch(const LaunchOptions& o, const std::atomic<bool>& stop,
       kill_at.reset();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (result.exit_code == 0 && stopped_waiting) {
+    result.exit_code = 130;
+    result.message = "stopped before every rank had joined (nothing was trained or saved)";
   }
   return result;
 }

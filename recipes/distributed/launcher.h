@@ -23,8 +23,8 @@ struct LaunchOptions {
 };
 
 struct LaunchResult {
-  int exit_code = 0;       // 0: every worker succeeded
-  std::string message;     // why the run failed, naming the rank
+  int exit_code = 0;       // 0: every worker succeeded; 130: stopped before the ranks had all joined
+  std::string message;     // why the run failed, naming the rank (or how it stopped)
 };
 
 // Starts the workers and waits for them. `stop` (set from a signal handler) is passed on to every

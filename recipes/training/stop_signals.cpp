@@ -11,8 +11,15 @@ namespace {
 // The run in scope, for the handler: a lock-free atomic store is async-signal-safe.
 std::atomic<RunControl*> g_running{nullptr};
 std::atomic<bool> g_received{false};
+std::atomic<bool> g_at_once{false};
 
 extern "C" void on_stop_signal(int) {
+  if (g_at_once.load()) {
+    const char waiting[] = "\ntunebench-cli: stopped while waiting for the other ranks (nothing to save yet)\n";
+    ssize_t ignored = write(STDERR_FILENO, waiting, sizeof waiting - 1);
+    (void)ignored;
+    _exit(130);
+  }
   const bool again = g_received.exchange(true);
   if (RunControl* control = g_running.load()) control->stop.store(true);
   const char first[] = "\ntunebench-cli: stopping after the current step, row or batch (again to stop at once)...\n";
@@ -43,5 +50,17 @@ StopOnSignal::StopOnSignal(RunControl& control) : interruptible_(&control.stop),
 }
 
 StopOnSignal::~StopOnSignal() { g_running.store(previous_); }
+
+StopAtOnce::StopAtOnce() {
+  g_at_once.store(true);
+  if (g_received.load()) {  // a stop that came before the wait began
+    const char waiting[] = "tunebench-cli: stopped before joining the other ranks\n";
+    ssize_t ignored = write(STDERR_FILENO, waiting, sizeof waiting - 1);
+    (void)ignored;
+    _exit(130);
+  }
+}
+
+StopAtOnce::~StopAtOnce() { g_at_once.store(false); }
 
 }  // namespace tb::training

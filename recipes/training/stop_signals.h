@@ -30,4 +30,14 @@ class StopOnSignal {
   RunControl* previous_;
 };
 
+// While this lives a first signal ends the process at once (status 130): there is nothing to save and the
+// thread is blocked where it cannot hear a stop (a worker waiting in the rendezvous for the other ranks).
+class StopAtOnce {
+ public:
+  StopAtOnce();
+  ~StopAtOnce();
+  StopAtOnce(const StopAtOnce&) = delete;
+  StopAtOnce& operator=(const StopAtOnce&) = delete;
+};
+
 }  // namespace tb::training

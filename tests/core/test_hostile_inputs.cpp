@@ -562,6 +562,44 @@ class TestHostileInputs : public QObject {
     QCOMPARE(early.exitCode(), 130);
   }
 
+  // `--nnodes 2` without the other node waited silently for up to 1800 s, ignored SIGTERM, and Ctrl-C in
+  // that wait was reported as "run failed". The wait is said (with its limit), and SIGTERM or Ctrl-C
+  // ends it at once: exit 130, "stopped while ...", the worker gone.
+  void aStopEndsTheWaitForOtherNodes() {
+    for (const int sig : {SIGTERM, SIGINT}) {
+      QProcess launcher;
+      const QString port = QString::number([] {  // one the kernel hands out now
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t size = sizeof addr;
+        ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &size);
+        ::close(fd);
+        return int(ntohs(addr.sin_port));
+      }());
+      launcher.start(cli_, {"run", "--nnodes", "2", "--nproc-per-node", "1", "--master-port", port,
+                            "full_finetune_distributed", "--config", "tiny/full_single_device",
+                            "output_dir=" + tmp_.filePath("two_nodes_" + QString::number(sig))});
+      QVERIFY(launcher.waitForStarted());
+      QString err;
+      QTRY_VERIFY_WITH_TIMEOUT((err += QString::fromUtf8(launcher.readAllStandardError())).contains("waiting for the other 1 node"), 120000);
+      QVERIFY2(err.contains("at most 1800 s; Ctrl-C stops the wait"), qPrintable(err));
+      const auto pid_at = err.indexOf("pid ") + 4;
+      const pid_t worker = pid_t(err.mid(pid_at, err.indexOf(')', pid_at) - pid_at).toInt());
+      QVERIFY(worker > 0);
+      ::kill(static_cast<pid_t>(launcher.processId()), sig);
+      QVERIFY(launcher.waitForFinished(60000));
+      err += QString::fromUtf8(launcher.readAllStandardError());
+      QCOMPARE(launcher.exitStatus(), QProcess::NormalExit);
+      QCOMPARE(launcher.exitCode(), 130);
+      QVERIFY2(err.contains("stopped before every rank had joined (nothing was trained or saved)") && !err.contains("run failed"),
+               qPrintable(err));
+      QVERIFY(!QFileInfo::exists("/proc/" + QString::number(worker)));  // reaped, not left running
+    }
+  }
+
   // A first stop was heard only between training steps: a large dataset was built to the end first, and
   // eval ignored Ctrl-C. Both now stop between rows (and eval between batches): the run ends "stopped"
   // before training with no checkpoint, eval exits 130. The 400,000-row file takes seconds to build, and
