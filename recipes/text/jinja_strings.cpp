@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "text/jinja_value.h"
+
 namespace tb::text::jinja::detail {
 
 std::u32string utf8_decode(const std::string& s) {
@@ -357,10 +359,13 @@ std::vector<std::string> py_splitlines(const std::string& s, bool keepends) {
 std::string py_replace(const std::string& s, const std::string& old, const std::string& replacement, int64_t count) {
   std::string out;
   int64_t done = 0;
+  // Bounded as it grows: "x" * 1000000 with "x" replaced by a long string reached gigabytes.
+  const auto grow = [&](size_t rest) { check_text_size(uint64_t(out.size()) + replacement.size() + rest, "the replaced string"); };
   if (old.empty()) {
     const std::u32string text = utf8_decode(s);
     for (char32_t c : text) {
       if (count < 0 || done < count) {
+        grow(4);
         out += replacement;
         ++done;
       }
@@ -374,6 +379,7 @@ std::string py_replace(const std::string& s, const std::string& old, const std::
     const size_t at = s.find(old, pos);
     if (at == std::string::npos) break;
     out.append(s, pos, at - pos);
+    grow(s.size() - at - old.size());
     out += replacement;
     pos = at + old.size();
     ++done;

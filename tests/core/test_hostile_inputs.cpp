@@ -785,6 +785,9 @@ class TestHostileInputs : public QObject {
         "{% set ns = namespace(l=[]) %}{% for i in range(20) %}{% set ns.l = ns.l + ['x' * 10000000] %}{% endfor %}{{ ns.l|join(',') }}",
         "{% for i in range(100) %}{{ 'x' * 16000000 }}{% endfor %}",
         "{% set x %}{% for i in range(100) %}{{ 'x' * 16000000 }}{% endfor %}{% endset %}{{ x|length }}",
+        "{{ (('x' * 1000000)|replace('x', 'y' * 1000))|length }}",  // a gigabyte made, 10 bytes printed
+        "{{ ('x' * 1000000).replace('x', 'y' * 1000)|length }}",
+        "{{ ('x' * 1000000).replace('', 'y' * 1000)|length }}",
     };
     for (const char* source : cases) {
       try {
