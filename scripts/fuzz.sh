@@ -22,7 +22,7 @@ targets=("$@")
 
 cxx=${CXX_FUZZ:-clang++-14}
 command -v "$cxx" >/dev/null || { echo "fuzz.sh: $cxx not found: apt-get install clang-14 libclang-rt-14-dev" >&2; exit 1; }
-out=build-fuzz
+out=${FUZZ_OUT:-build-fuzz}  # FUZZ_OUT: another folder, for a second run beside this one
 mkdir -p "$out/obj" "$out/bin" "$out/findings"
 flags=(-std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
        -Irecipes $(pkg-config --cflags oniguruma libutf8proc yaml-cpp))
