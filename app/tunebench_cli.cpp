@@ -14,6 +14,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli_download.h"
+
 #include "bench/compile_bench.h"
 #include "bench/step_bench.h"
 #include "bench/tokenize_bench.h"
@@ -624,6 +626,9 @@ int run_cli(int argc, char** argv) {
                         "also write a Modelfile beside the file (FROM, stop tokens, the template's default system prompt)");
   add_overrides(export_gguf, a);
 
+  DownloadArgs download_args;
+  CLI::App* download = add_download_command(app, download_args);
+
   // CLI11 would only say "a subcommand is required" for a misspelled command.
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> commands;
@@ -658,6 +663,7 @@ int run_cli(int argc, char** argv) {
   if (*bench_compile) return cmd_bench_compile(a.config, a.overrides, a.bench);
   if (*bench_tokenize) return cmd_bench_tokenize(a.tokenize);
   if (*export_gguf) return cmd_export_gguf(a.config, a.checkpoint, a.overrides, a.gguf);
+  if (*download) return cmd_download(download_args);
   return fail("no command given (see --help)");
 }
 

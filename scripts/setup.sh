@@ -17,7 +17,8 @@ jobs=${TUNEBENCH_JOBS:-$(nproc)}
 # Build and run-time dependencies (docs/contracts.md "Build rules"). libopenblas0-openmp makes OpenBLAS the BLAS in use;
 # Debian's reference BLAS is ~40x slower at matrix products. libdnnl-dev: the headers of the oneDNN
 # LibTorch already links, for the compile backend's matrix products. libgloo-dev: the headers of the Gloo
-# LibTorch links, which c10d's ProcessGroupGloo.hpp includes (the distributed recipes). help2man writes
+# LibTorch links, which c10d's ProcessGroupGloo.hpp includes (the distributed recipes). libcurl and
+# libssl: the Hub client's HTTPS and the sha256 of downloaded files. help2man writes
 # the man pages from the programs' --help; rsvg-convert renders the icon's fixed sizes.
 packages=(
   build-essential cmake pkg-config
@@ -28,6 +29,7 @@ packages=(
   libsentencepiece-dev sentencepiece
   libonig-dev libutf8proc-dev
   libgloo-dev
+  libcurl4-openssl-dev libssl-dev
   help2man librsvg2-bin
 )
 # The Debian package: dpkg-shlibdeps computes its dependencies (dpkg-dev), CPack's DEB generator reads
@@ -35,8 +37,9 @@ packages=(
 package_packages=(dpkg-dev file)
 # The tests compare against independent references: PyTorch's Python front end, SentencePiece's,
 # Jinja2 (the renderer transformers uses for chat templates) and CRC-32C (TensorBoard's record checksums).
+# curl drives the loopback Hub server of the download tests (tests/hub/fake_hub.py).
 # The package test builds, lints, extracts and traces the package (tests/package).
-test_packages=(python3 python3-torch python3-numpy python3-sentencepiece python3-jinja2 python3-crc32c xvfb xauth time
+test_packages=(python3 python3-torch python3-numpy python3-sentencepiece python3-jinja2 python3-crc32c xvfb xauth time curl
                "${package_packages[@]}" lintian strace desktop-file-utils appstream)
 
 step() { printf '==> %s\n' "$*"; }

@@ -76,12 +76,19 @@ class TestFrontEndsThin : public QObject {
     QVERIFY2(found.empty(), all.c_str());
   }
 
-  // The CLI is argument parsing and printing: its commands call the engine (ARCHITECTURE.md "app/").
+  // The CLI is argument parsing and printing: its commands call the engine (ARCHITECTURE.md "app/"). A
+  // command may have a file of its own (app/cli_download.cpp); none grows past 700 lines.
   void theCliStaysSmall() {
-    std::ifstream in(fs::path(TB_SOURCE_DIR) / "app" / "tunebench_cli.cpp");
-    int lines = 0;
-    for (std::string line; std::getline(in, line);) ++lines;
-    QVERIFY2(lines <= 700, qPrintable(QString("app/tunebench_cli.cpp has %1 lines").arg(lines)));
+    int files = 0;
+    for (const auto& entry : fs::directory_iterator(fs::path(TB_SOURCE_DIR) / "app")) {
+      if (entry.path().extension() != ".cpp") continue;
+      ++files;
+      std::ifstream in(entry.path());
+      int lines = 0;
+      for (std::string line; std::getline(in, line);) ++lines;
+      QVERIFY2(lines <= 700, qPrintable(QString("app/%1 has %2 lines").arg(QString::fromStdString(entry.path().filename().string())).arg(lines)));
+    }
+    QVERIFY(files >= 2);
   }
 };
 

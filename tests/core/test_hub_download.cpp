@@ -1,0 +1,319 @@
+// `tunebench-cli download` against a loopback server that speaks the Hub's protocol (tests/hub/fake_hub.py):
+// the cache laid out as huggingface_hub lays it out (blobs by etag, snapshots as relative links, refs),
+// LFS files through a second host that never sees the token, resume after a dropped connection, retries,
+// the sha256 check, the errors a user meets (private, gated, missing), offline use, plain folders and two
+// downloads of one repo at once. Etags and hashes are computed here from the bytes (Qt's SHA-1/SHA-256),
+// not taken from the code under test.
+#include <QtTest>
+
+#include "test_main.h"
+
+#include <QCryptographicHash>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+
+#include <filesystem>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kCommitMain = "1111111111111111111111111111111111111111";
+const std::string kCommitOld = "2222222222222222222222222222222222222222";
+const std::string kConfig = R"({"model_type": "llama", "hidden_size": 64})";
+
+std::string git_blob_sha1(const std::string& bytes) {
+  QCryptographicHash h(QCryptographicHash::Sha1);
+  const std::string head = "blob " + std::to_string(bytes.size()) + std::string(1, '\0');
+  h.addData(QByteArray::fromStdString(head));
+  h.addData(QByteArray::fromStdString(bytes));
+  return h.result().toHex().toStdString();
+}
+
+std::string sha256(const std::string& bytes) {
+  return QCryptographicHash::hash(QByteArray::fromStdString(bytes), QCryptographicHash::Sha256).toHex().toStdString();
+}
+
+}  // namespace
+
+class TestHubDownload : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir dir_;
+  QString cli_ = qEnvironmentVariable("TB_CLI");
+  QProcess server_;
+  int hub_ = 0, cdn_ = 0;
+  std::string weights_;  // the LFS file's bytes
+  int cache_count_ = 0;
+
+  std::string path(const std::string& name) const { return dir_.filePath(QString::fromStdString(name)).toStdString(); }
+
+  // A fresh cache folder for one check.
+  std::string freshCache() { return path("cache" + std::to_string(++cache_count_)); }
+
+  tbtest::ProcessResult download(const QStringList& args, const std::string& cache, const QStringList& env = {}) {
+    QProcess p;
+    QProcessEnvironment e = QProcessEnvironment::systemEnvironment();
+    e.insert("HF_ENDPOINT", QString("http://127.0.0.1:%1").arg(hub_));
+    e.insert("HF_HOME", QString::fromStdString(path("hf_home")));  // no token file of this machine
+    e.insert("HF_HUB_CACHE", QString::fromStdString(cache));
+    e.remove("HF_TOKEN");
+    e.remove("HF_HUB_OFFLINE");
+    for (const QString& kv : env) e.insert(kv.section('=', 0, 0), kv.section('=', 1));
+    p.setProcessEnvironment(e);
+    p.start(cli_, QStringList{"download"} + args);
+    tbtest::ProcessResult r;
+    if (!p.waitForFinished(120000)) {
+      p.kill();
+      p.waitForFinished();
+      r.err = "download did not finish";
+      return r;
+    }
+    r.code = p.exitCode();
+    r.crashed = p.exitStatus() != QProcess::NormalExit;
+    r.out = QString::fromUtf8(p.readAllStandardOutput());
+    r.err = QString::fromUtf8(p.readAllStandardError());
+    return r;
+  }
+
+  nlohmann::json result(const tbtest::ProcessResult& r) { return nlohmann::json::parse(tbtest::last_line(r.out).toStdString()); }
+
+  nlohmann::json serverCall(const QString& method, const QString& what, const nlohmann::json& body = nullptr) {
+    QStringList args{"-s", "-X", method, QString("http://127.0.0.1:%1/%2").arg(hub_).arg(what)};
+    if (!body.is_null()) args << "-d" << QString::fromStdString(body.dump());
+    const auto r = tbtest::run_process("curl", args);
+    return r.out.isEmpty() ? nlohmann::json() : nlohmann::json::parse(r.out.toStdString());
+  }
+  nlohmann::json log() { return serverCall("GET", "_log"); }
+  void clearLog() { serverCall("POST", "_log/clear"); }
+  void control(const nlohmann::json& faults) { serverCall("POST", "_control", faults); }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    QVERIFY2(!cli_.isEmpty(), "TB_CLI is not set (ctest sets it)");
+    std::mt19937 rng(7);
+    weights_.resize(3 * 1024 * 1024 + 17);
+    for (auto& c : weights_) c = char(rng());
+    tbtest::write_file(path("weights.bin"), weights_);
+    const nlohmann::json model_files = {{"config.json", {{"text", kConfig}}},
+                                        {"model.safetensors", {{"file", path("weights.bin")}, {"lfs", true}}},
+                                        {"sub/dir/notes.txt", {{"text", "notes\n"}}}};
+    const nlohmann::json repos = {
+        {"repos",
+         {{{"type", "model"}, {"id", "org/tiny"},
+           {"commits", {{kCommitMain, {{"files", model_files}}},
+                        {kCommitOld, {{"files", {{"config.json", {{"text", "{}"}}}}}}}}},
+           {"refs", {{"main", kCommitMain}, {"v1.0", kCommitOld}}}},
+          {{"type", "dataset"}, {"id", "org/data"},
+           {"commits", {{kCommitMain, {{"files", {{"train.jsonl", {{"text", "{\"text\": \"hi\"}\n"}}}}}}}}},
+           {"refs", {{"main", kCommitMain}}}},
+          {{"type", "model"}, {"id", "org/private"}, {"private", true},
+           {"commits", {{kCommitMain, {{"files", {{"config.json", {{"text", kConfig}}}}}}}}},
+           {"refs", {{"main", kCommitMain}}}},
+          {{"type", "model"}, {"id", "org/gated"}, {"gated", true},
+           {"commits", {{kCommitMain, {{"files", {{"config.json", {{"text", kConfig}}}}}}}}},
+           {"refs", {{"main", kCommitMain}}}}}}};
+    tbtest::write_file(path("repos.json"), repos.dump());
+    const QString ports = QString::fromStdString(path("ports.json"));
+    server_.start(tbtest::reference_python(), {QString(TB_SOURCE_DIR) + "/tests/hub/fake_hub.py", "--repos",
+                                               QString::fromStdString(path("repos.json")), "--port-file", ports});
+    QVERIFY(server_.waitForStarted());
+    QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(ports), 30000);
+    const auto p = nlohmann::json::parse(tbtest::read_file(ports.toStdString()));
+    hub_ = p["hub"].get<int>();
+    cdn_ = p["cdn"].get<int>();
+  }
+
+  void cleanupTestCase() {
+    server_.terminate();
+    server_.waitForFinished(10000);
+  }
+
+  // huggingface_hub's layout: blobs named by etag (the git blob id; an LFS file's sha256), snapshot
+  // entries as relative links into blobs/, refs/main holding the commit (no newline). The LFS bytes come
+  // from the second host, which never sees the token; a second download fetches nothing.
+  void cacheLayoutAsHuggingFaceHub() {
+    const std::string cache = freshCache();
+    clearLog();
+    auto r = download({"org/tiny", "--token", "hf_good"}, cache);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const auto j = result(r);
+    const fs::path repo = fs::path(cache) / "models--org--tiny";
+    QCOMPARE(j["folder"].get<std::string>(), (repo / "snapshots" / kCommitMain).string());
+    QCOMPARE(j["commit"].get<std::string>(), kCommitMain);
+    QCOMPARE(j["files"], nlohmann::json({"config.json", "model.safetensors", "sub/dir/notes.txt"}));
+    QCOMPARE(j["bytes"].get<int64_t>(), int64_t(kConfig.size() + weights_.size() + 6));
+    QCOMPARE(j["fetched"].get<int64_t>(), j["bytes"].get<int64_t>());
+    QCOMPARE(tbtest::read_file((repo / "refs" / "main").string()), kCommitMain);
+    const fs::path snap = repo / "snapshots" / kCommitMain;
+    QCOMPARE(fs::read_symlink(snap / "config.json").string(), "../../blobs/" + git_blob_sha1(kConfig));
+    QCOMPARE(fs::read_symlink(snap / "model.safetensors").string(), "../../blobs/" + sha256(weights_));
+    QCOMPARE(fs::read_symlink(snap / "sub/dir/notes.txt").string(), "../../../../blobs/" + git_blob_sha1("notes\n"));
+    QCOMPARE(tbtest::read_file((snap / "model.safetensors").string()), weights_);
+    QCOMPARE(tbtest::read_file((snap / "sub/dir/notes.txt").string()), std::string("notes\n"));
+    QVERIFY(fs::exists(fs::path(cache) / ".locks" / "models--org--tiny"));
+    int cdn_requests = 0;
+    for (const auto& e : log()) {
+      if (e["port"] == "cdn") {
+        ++cdn_requests;
+        QVERIFY2(!e["authorization"].get<bool>(), "the token went to the CDN");
+      } else {
+        QVERIFY2(e["authorization"].get<bool>(), e.dump().c_str());
+      }
+    }
+    QCOMPARE(cdn_requests, 1);
+    // Again: nothing is fetched, no file is asked for.
+    clearLog();
+    r = download({"org/tiny", "--token", "hf_good"}, cache);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QCOMPARE(result(r)["fetched"].get<int64_t>(), int64_t(0));
+    for (const auto& e : log()) QVERIFY2(e["path"].get<std::string>().find("/resolve/") == std::string::npos, e.dump().c_str());
+  }
+
+  // A tag resolves to its commit and is recorded in refs/; a commit is used as it is; --include keeps the
+  // matching files; a dataset repo goes to datasets--org--data.
+  void revisionsPatternsAndDatasets() {
+    const std::string cache = freshCache();
+    auto r = download({"org/tiny", "--revision", "v1.0"}, cache);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QCOMPARE(result(r)["commit"].get<std::string>(), kCommitOld);
+    QCOMPARE(tbtest::read_file((fs::path(cache) / "models--org--tiny" / "refs" / "v1.0").string()), kCommitOld);
+    r = download({"org/tiny", "--revision", QString::fromStdString(kCommitMain), "--include", "*.json", "sub/"}, cache);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QCOMPARE(result(r)["files"], nlohmann::json({"config.json", "sub/dir/notes.txt"}));
+    QVERIFY(!fs::exists(fs::path(cache) / "models--org--tiny" / "refs" / "main"));
+    r = download({"org/tiny", "--exclude", "*.safetensors", "--include", "*"}, cache);
+    QCOMPARE(result(r)["files"], nlohmann::json({"config.json", "sub/dir/notes.txt"}));
+    r = download({"org/data", "--repo-type", "dataset"}, cache);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY(fs::is_regular_file(fs::path(cache) / "datasets--org--data" / "snapshots" / kCommitMain / "train.jsonl"));
+  }
+
+  // The connection drops after 1 MB: the next try asks for the rest (Range), not the whole file.
+  void aDroppedConnectionResumes() {
+    const std::string cache = freshCache();
+    control({{"drop_after", {{sha256(weights_), 1000000}}}});
+    clearLog();
+    const auto r = download({"org/tiny", "--include", "*.safetensors"}, cache);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QCOMPARE(tbtest::read_file((fs::path(cache) / "models--org--tiny" / "snapshots" / kCommitMain / "model.safetensors").string()),
+             weights_);
+    std::vector<std::string> ranges;
+    for (const auto& e : log())
+      if (e["port"] == "cdn") ranges.push_back(e["range"].is_null() ? std::string("none") : e["range"].get<std::string>());
+    QCOMPARE(ranges, (std::vector<std::string>{"none", "bytes=1000000-"}));
+  }
+
+  // A rate limit (429 with Retry-After) and two 503s are waited out.
+  void rateLimitsAndServerErrorsAreRetried() {
+    const std::string cache = freshCache();
+    control({{"rate_limit", {{"/api/", 1}}}, {"server_error", {{"/org/tiny/resolve/", 2}}}});
+    const auto r = download({"org/tiny", "--include", "config.json"}, cache);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QCOMPARE(result(r)["files"], nlohmann::json({"config.json"}));
+  }
+
+  // One line each, naming the repo and what to do; nothing half-written.
+  void errorsSayWhatToDo_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("said");
+    QTest::newRow("private, no token") << QStringList{"org/private"} << "org/private needs a token: it is private, or no model repo has that name";
+    QTest::newRow("private, bad token") << QStringList{"org/private", "--token", "hf_bad"} << "org/private: the token was refused (401)";
+    QTest::newRow("gated") << QStringList{"org/gated", "--token", "hf_good"} << "org/gated is gated: accept its conditions at http://127.0.0.1:";
+    QTest::newRow("no repo") << QStringList{"org/missing"} << "no model repo 'org/missing' on http://127.0.0.1:";
+    QTest::newRow("no revision") << QStringList{"org/tiny", "--revision", "v9"} << "org/tiny has no revision 'v9'";
+    QTest::newRow("nothing included") << QStringList{"org/tiny", "--include", "*.gguf"} << "org/tiny at 'main' has no file that --include/--exclude let through";
+    QTest::newRow("not a repo id") << QStringList{"../etc"} << "'../etc' is not a repo id";
+  }
+  void errorsSayWhatToDo() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, said);
+    const std::string cache = freshCache();
+    const auto r = download(args, cache);
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("tunebench-cli: download: " + said), qPrintable(r.err));
+    QCOMPARE(r.err.count('\n'), 1);
+    QVERIFY(!fs::exists(fs::path(cache) / "models--org--tiny" / "snapshots"));
+    QVERIFY(!r.err.contains("hf_good") && !r.err.contains("hf_bad"));  // a token is never printed
+  }
+
+  // Offline: the cache answers, by branch name; a repo not in it names the command to run.
+  void offlineUsesTheCache() {
+    const std::string cache = freshCache();
+    QCOMPARE(download({"org/tiny", "--include", "*.json"}, cache).code, 0);
+    auto r = download({"org/tiny"}, cache, {"HF_HUB_OFFLINE=1", "HF_ENDPOINT=http://127.0.0.1:1"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QCOMPARE(result(r)["files"], nlohmann::json({"config.json"}));
+    QCOMPARE(result(r)["commit"].get<std::string>(), kCommitMain);
+    r = download({"org/data", "--repo-type", "dataset", "--offline"}, cache);
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("this is offline: run `tunebench-cli download org/data`"), qPrintable(r.err));
+  }
+
+  // --local-dir (torchtune's --output-dir): plain files, and huggingface_hub's metadata beside them
+  // (commit, etag), so a second run fetches nothing.
+  void aPlainFolder() {
+    const std::string folder = path("plain");
+    auto r = download({"org/tiny", "--output-dir", QString::fromStdString(folder)}, freshCache());
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY(fs::is_regular_file(fs::symlink_status(fs::path(folder) / "model.safetensors")));
+    QCOMPARE(tbtest::read_file(folder + "/model.safetensors"), weights_);
+    QCOMPARE(tbtest::read_file(folder + "/sub/dir/notes.txt"), std::string("notes\n"));
+    const std::string meta = tbtest::read_file(folder + "/.cache/huggingface/download/config.json.metadata");
+    QVERIFY2(meta.rfind(kCommitMain + "\n" + git_blob_sha1(kConfig) + "\n", 0) == 0, meta.c_str());
+    QCOMPARE(result(r)["files"].size(), size_t(3));
+    r = download({"org/tiny", "--local-dir", QString::fromStdString(folder)}, freshCache());
+    QCOMPARE(result(r)["fetched"].get<int64_t>(), int64_t(0));
+  }
+
+  // Two processes download one repo at once: both succeed, with one blob per file.
+  void twoDownloadsAtOnce() {
+    const std::string cache = freshCache();
+    QProcess a, b;
+    for (QProcess* p : {&a, &b}) {
+      QProcessEnvironment e = QProcessEnvironment::systemEnvironment();
+      e.insert("HF_ENDPOINT", QString("http://127.0.0.1:%1").arg(hub_));
+      e.insert("HF_HOME", QString::fromStdString(path("hf_home")));
+      e.insert("HF_HUB_CACHE", QString::fromStdString(cache));
+      p->setProcessEnvironment(e);
+      p->start(cli_, {"download", "org/tiny"});
+    }
+    for (QProcess* p : {&a, &b}) {
+      QVERIFY(p->waitForFinished(120000));
+      QVERIFY2(p->exitCode() == 0, p->readAllStandardError().constData());
+    }
+    int blobs = 0;
+    for (const auto& e : fs::directory_iterator(fs::path(cache) / "models--org--tiny" / "blobs")) {
+      ++blobs;
+      QVERIFY2(e.path().extension() != ".incomplete", e.path().c_str());
+    }
+    QCOMPARE(blobs, 3);
+    QCOMPARE(tbtest::read_file((fs::path(cache) / "models--org--tiny" / "snapshots" / kCommitMain / "model.safetensors").string()),
+             weights_);
+  }
+
+  // Bytes that do not match the sha256 the Hub lists are refused, and neither the blob nor the partial
+  // file is kept. (Last: the server serves that blob corrupted from now on.)
+  void aBlobThatDoesNotMatchItsSha256IsNotKept() {
+    const std::string cache = freshCache();
+    control({{"corrupt", {sha256(weights_)}}});
+    const auto r = download({"org/tiny", "--include", "*.safetensors"}, cache);
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("model.safetensors: the bytes received do not match the sha256 the Hub lists"), qPrintable(r.err));
+    const fs::path blobs = fs::path(cache) / "models--org--tiny" / "blobs";
+    for (const auto& e : fs::directory_iterator(blobs)) QFAIL(qPrintable(QString::fromStdString(e.path().string())));
+  }
+};
+
+TB_TEST(TestHubDownload)
+#include "test_hub_download.moc"
