@@ -101,6 +101,16 @@ ensure_llama_cpp_reference() {
   fi
 }
 
+# The download tests let Hugging Face's own JavaScript client (@huggingface/hub, pinned in
+# tests/reference/hub_js/package-lock.json) read the cache `tunebench-cli download` fills, and fill one for it.
+ensure_hub_reference() {
+  command -v node >/dev/null 2>&1 || install_missing nodejs npm
+  if [ ! -f tests/reference/hub_js/node_modules/@huggingface/hub/package.json ]; then
+    step "installing the Hub client reference (npm ci in tests/reference/hub_js)"
+    (cd tests/reference/hub_js && npm ci --no-audit --no-fund)
+  fi
+}
+
 build() {
   if [ ! -f build/CMakeCache.txt ]; then
     step "configuring build/ (Release)"
@@ -117,7 +127,7 @@ case "$mode" in
     step "starting build/bin/tunebench"
     exec build/bin/tunebench ;;
   test)
-    install_missing "${packages[@]}" "${test_packages[@]}"; ensure_openblas; ensure_tokenizers_reference; ensure_llama_cpp_reference; build
+    install_missing "${packages[@]}" "${test_packages[@]}"; ensure_openblas; ensure_tokenizers_reference; ensure_llama_cpp_reference; ensure_hub_reference; build
     step "running the test suite"
     # Each test carries its own TIMEOUT (tests/CMakeLists.txt), which a --timeout here would not override.
     cd build && exec ctest --output-on-failure -j "$jobs" ;;
@@ -127,7 +137,7 @@ case "$mode" in
     (cd build && cpack -G DEB)
     step "$(ls build/tunebench_*_amd64.deb)" ;;
   sanitize)
-    install_missing "${packages[@]}" "${test_packages[@]}"; ensure_openblas; ensure_tokenizers_reference; ensure_llama_cpp_reference
+    install_missing "${packages[@]}" "${test_packages[@]}"; ensure_openblas; ensure_tokenizers_reference; ensure_llama_cpp_reference; ensure_hub_reference
     shift
     exec scripts/sanitize.sh "$@" ;;
   fuzz)

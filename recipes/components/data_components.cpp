@@ -17,6 +17,7 @@
 #include "data/row_sources.h"
 #include "data/sft_datasets.h"
 #include "data/text_datasets.h"
+#include "hub/repo_path.h"
 
 namespace tb::components {
 namespace {
@@ -201,7 +202,7 @@ TokenizerPtr build_hf(const Args& args) {
     if (!kwargs.IsMap()) throw arg_error(args, "chat_template_kwargs", "must be a map of variable: value");
     o.template_kwargs = yaml_to_json(kwargs);
   }
-  return HfTokenizer::from_path(config::resolve_input_path(args.get_string("path")), o);
+  return HfTokenizer::from_path(hub::resolve_model_path(args.get_string("path")), o);
 }
 
 void register_tokenizers(config::Registry& registry) {

@@ -8,6 +8,7 @@
 #include "components/builtin.h"
 #include "config/config.h"
 #include "config/registry.h"
+#include "hub/repo_path.h"
 #include "models/model_args.h"
 #include "models/transformer.h"
 #include "peft/lora_builders.h"
@@ -168,7 +169,7 @@ void register_models(config::Registry& registry) {
       model_spec("tunebench.models.from_hf_config", "from_hf_config", path_arg,
                  "the architecture described by a checkpoint's config.json"),
       [](const Args& a) {
-        return from_config_json(config::resolve_input_path(a.get_string("path")), [](const ModelArgs& args) { return models::build_decoder(args); });
+        return from_config_json(hub::resolve_model_path(a.get_string("path")), [](const ModelArgs& args) { return models::build_decoder(args); });
       });
   for (const bool q : {false, true}) {
     const std::string variant = std::string(q ? "qlora" : "lora") + "_from_hf_config";
@@ -177,7 +178,7 @@ void register_models(config::Registry& registry) {
                    std::string(q ? "QLoRA" : "LoRA") + " on the architecture described by a checkpoint's config.json"),
         [](const Args& a) {
           const LoraSettings settings = lora_settings(a);
-          return from_config_json(config::resolve_input_path(a.get_string("path")),
+          return from_config_json(hub::resolve_model_path(a.get_string("path")),
                                   [&](const ModelArgs& args) { return peft::build_lora_decoder(args, settings); });
         });
   }

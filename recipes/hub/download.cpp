@@ -392,6 +392,7 @@ DownloadResult download(const DownloadOptions& o, const std::function<void(const
     result.bytes += f.size;
   }
   if (!local && o.revision != commit) cache.write_ref(o.revision, commit);
+  if (!local) fs::create_directories(cache.root() / "refs");  // a scan of the cache (Hugging Face's JS client) expects it
   p.bytes_done = p.bytes_total;
   if (progress) progress(p);
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();

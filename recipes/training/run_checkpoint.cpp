@@ -17,6 +17,7 @@
 
 #include "config/config.h"
 #include "config/schema.h"
+#include "hub/repo_path.h"
 #include "text/json_text.h"
 #include "text/strings.h"
 #include "training/recipe_state.h"
@@ -239,7 +240,7 @@ std::vector<std::string> claim_output_dir(const config::Config& cfg, const std::
   const bool resuming = config::setting_bool(cfg, "resume_from_checkpoint");
   std::optional<std::string> checkpoint_dir;
   if (const YAML::Node dir = cfg.at("checkpointer.checkpoint_dir"); dir && dir.IsScalar() && !dir.IsNull())
-    checkpoint_dir = config::resolve_input_path(dir.Scalar());
+    checkpoint_dir = hub::resolve_model_path(dir.Scalar());
   std::string own_id, resumed;
   if (resuming) {
     try {

@@ -17,6 +17,7 @@
 #include <QTemporaryDir>
 
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -114,6 +115,10 @@ class TestHubDownload : public QObject {
            {"commits", {{kCommitMain, {{"files", model_files}}},
                         {kCommitOld, {{"files", {{"config.json", {{"text", "{}"}}}}}}}}},
            {"refs", {{"main", kCommitMain}, {"v1.0", kCommitOld}}}},
+          {{"type", "model"}, {"id", "org/base"},
+           {"commits", {{kCommitMain, {{"files", {{"config.json", {{"file", std::string(TB_SOURCE_DIR) + "/resources/base_model/config.json"}}},
+                                                 {"model.safetensors", {{"file", std::string(TB_SOURCE_DIR) + "/resources/base_model/model.safetensors"}, {"lfs", true}}}}}}}}},
+           {"refs", {{"main", kCommitMain}}}},
           {{"type", "dataset"}, {"id", "org/data"},
            {"commits", {{kCommitMain, {{"files", {{"train.jsonl", {{"text", "{\"text\": \"hi\"}\n"}}}}}}}}},
            {"refs", {{"main", kCommitMain}}}},
@@ -274,6 +279,80 @@ class TestHubDownload : public QObject {
     QCOMPARE(result(r)["files"].size(), size_t(3));
     r = download({"org/tiny", "--local-dir", QString::fromStdString(folder)}, freshCache());
     QCOMPARE(result(r)["fetched"].get<int64_t>(), int64_t(0));
+  }
+
+  // A repo id where a config names a model folder (model.path, checkpointer.checkpoint_dir) is its cached
+  // snapshot: eval of the bundled base model through the cache scores as from its own folder; a repo id
+  // not in the cache names the download to run (nothing is fetched behind the user's back).
+  void aRepoIdNamesTheCachedSnapshot() {
+    const std::string cache = freshCache();
+    QCOMPARE(download({"org/base"}, cache).code, 0);
+    const auto eval = [&](const QString& folder) {
+      QProcess p;
+      QProcessEnvironment e = QProcessEnvironment::systemEnvironment();
+      e.insert("HF_HUB_CACHE", QString::fromStdString(cache));
+      p.setProcessEnvironment(e);
+      p.setWorkingDirectory(TB_SOURCE_DIR);
+      p.start(cli_, {"eval", "--config", "tiny/eval_stories", "model.path=" + folder, "checkpointer.checkpoint_dir=" + folder,
+                     "num_threads=1"});
+      p.waitForFinished(300000);
+      tbtest::ProcessResult r;
+      r.code = p.exitCode();
+      r.out = QString::fromUtf8(p.readAllStandardOutput());
+      r.err = QString::fromUtf8(p.readAllStandardError());
+      return r;
+    };
+    const auto local = eval("resources/base_model");
+    QVERIFY2(local.code == 0, qPrintable(local.err));
+    const double loss = result(local)["loss"].get<double>();
+    for (const QString& id : {QString("org/base"), QString("org/base@") + QString::fromStdString(kCommitMain)}) {
+      const auto cached = eval(id);
+      QVERIFY2(cached.code == 0, qPrintable(cached.err));
+      QCOMPARE(result(cached)["loss"].get<double>(), loss);
+      QVERIFY2(cached.err.contains(QString::fromStdString(cache)), qPrintable(cached.err));  // the weights came from there
+    }
+    const auto missing = eval("org/other");
+    QCOMPARE(missing.code, 1);
+    QVERIFY2(missing.err.contains("'org/other' is no folder here, and as a Hub repo id it is not in the cache") &&
+                 missing.err.contains("run `tunebench-cli download org/other` first"),
+             qPrintable(missing.err));
+  }
+
+  // Hugging Face's own JavaScript client (@huggingface/hub, tests/reference/hub_js) judges the layout: its
+  // cache scan reads what `download` wrote (repo, commit, refs, each file's blob and size); what its
+  // snapshotDownload wrote, `download --offline` reads, byte for byte.
+  void huggingFaceJsClientSharesTheCache() {
+    const QString script = QString(TB_SOURCE_DIR) + "/tests/reference/hub_js/hub_cache_reference.mjs";
+    QVERIFY2(QFile::exists(QString(TB_SOURCE_DIR) + "/tests/reference/hub_js/node_modules/@huggingface/hub/package.json"),
+             "the JS client is not installed: scripts/setup.sh test installs it (npm ci in tests/reference/hub_js)");
+    const std::string ours = freshCache();
+    QCOMPARE(download({"org/tiny"}, ours).code, 0);
+    auto r = tbtest::run_process("node", {script, "scan", QString::fromStdString(ours)});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const auto scan = nlohmann::json::parse(tbtest::last_line(r.out).toStdString());
+    QVERIFY2(scan["warnings"].empty(), scan.dump().c_str());
+    QCOMPARE(scan["repos"].size(), size_t(1));
+    const auto& repo = scan["repos"][0];
+    QCOMPARE(repo["name"].get<std::string>(), std::string("org/tiny"));
+    QCOMPARE(repo["type"].get<std::string>(), std::string("model"));
+    QCOMPARE(repo["revisions"].size(), size_t(1));
+    const auto& rev = repo["revisions"][0];
+    QCOMPARE(rev["commit"].get<std::string>(), kCommitMain);
+    QCOMPARE(rev["refs"], nlohmann::json({"main"}));
+    std::map<std::string, std::pair<std::string, int64_t>> files;  // its scan lists the snapshot's top level
+    for (const auto& f : rev["files"]) files[f["path"].get<std::string>()] = {f["blob"].get<std::string>(), f["size"].get<int64_t>()};
+    QCOMPARE(files["config.json"], std::make_pair(git_blob_sha1(kConfig), int64_t(kConfig.size())));
+    QCOMPARE(files["model.safetensors"], std::make_pair(sha256(weights_), int64_t(weights_.size())));
+
+    const std::string theirs = freshCache();
+    r = tbtest::run_process("node", {script, "snapshot", QString::fromStdString(theirs), QString("http://127.0.0.1:%1").arg(hub_), "org/tiny", "main"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    r = download({"org/tiny", "--offline"}, theirs, {"HF_ENDPOINT=http://127.0.0.1:1"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const auto j = result(r);
+    QCOMPARE(j["commit"].get<std::string>(), kCommitMain);
+    QCOMPARE(j["files"], nlohmann::json({"config.json", "model.safetensors", "sub/dir/notes.txt"}));
+    QCOMPARE(tbtest::read_file(j["folder"].get<std::string>() + "/model.safetensors"), weights_);
   }
 
   // Two processes download one repo at once: both succeed, with one blob per file.

@@ -29,15 +29,36 @@ REPOS_JSON:
     ETag of a file: for LFS files the sha256 of its bytes, otherwise its git blob
     sha1 (sha1 of b"blob <len>\\0" + bytes). Hashes are computed on first use.
 
-Hub endpoints (datasets have "datasets/" in front of the repo part, as on the Hub):
-    GET  /api/models/{org}/{name}/revision/{rev}   revision info with siblings and sizes
-    HEAD/GET /{org}/{name}/resolve/{rev}/{path}    200 with the bytes, or 302 to the cdn (LFS)
+Hub endpoints (datasets have "datasets/" in front of the repo part, as on the Hub;
+the /api/ ones take "models" or "datasets"):
+    GET  /api/models/{org}/{name}/revision/{rev}   revision info: id, sha, private, gated,
+         siblings [{"rfilename", "size", "blobId", "lfs"?}], lastModified, _id, downloads,
+         likes, tags. Query parameters (the clients' repeated expand=) are ignored.
+    GET  /api/models/{org}/{name}/tree/{rev}[/{folder}]?recursive=true|false&expand=true|false
+         the entries in the folder (the repo's root by default), as a JSON array sorted by
+         path, with no pagination: recursive lists every level, files and directories. An
+         entry is {"type": "file" | "directory", "path", "oid", "size"}: oid is the git blob
+         sha1 of a file (of its pointer file for LFS), the git tree sha1 of a directory,
+         whose size is 0; LFS files add "lfs": {"oid": sha256, "size", "pointerSize"};
+         expand=true adds "lastCommit" (below). A folder that is not a directory of the
+         revision: 404 EntryNotFound.
+    POST /api/models/{org}/{name}/paths-info/{rev}  body {"paths": [...], "expand": bool}
+         (JSON, or the form encoding huggingface_hub sends): one entry per existing path
+         (file or directory, in the order asked, unknown paths left out), shaped as the
+         tree's; with expand, each has "lastCommit": {"id": <the revision's commit sha>,
+         "title": "commit", "date": "2025-01-01T00:00:00.000Z"}. A bad body: 400.
+    HEAD/GET /{org}/{name}/resolve/{rev}/{path}    200 with the bytes (206 for a Range), or
+         302 to the cdn (LFS, with X-Linked-Etag and X-Linked-Size); ETag and X-Repo-Commit.
+    The revision in resolve and tree URLs may be sent unencoded ("refs/pr/1"): the
+    shortest run of segments that names a revision is taken.
     Private repos need "Authorization: Bearer hf_good" (else 401 RepoNotFound);
     gated repos need "hf_accepted" (no token: 401 GatedRepo, another token: 403 GatedRepo).
     Unknown repo/revision/file: 404 RepoNotFound/RevisionNotFound/EntryNotFound.
+    Only paths-info takes POST; another method than the endpoint's: 405.
 
 Cdn endpoint:
-    GET/HEAD /blob/{sha256}?sig=...   LFS bytes; Range "bytes=N-", "bytes=N-M", "bytes=-N".
+    GET/HEAD /blob/{sha256}?sig=...   LFS bytes; Range "bytes=N-", "bytes=N-M", "bytes=-N"
+                                      (206 with Content-Range); ETag "<sha256>".
     A request with an Authorization header gets 400 (tokens must not cross hosts).
 
 Fault controls and observation (hub port only; these are not logged):
@@ -74,6 +95,10 @@ CHUNK = 1 << 20  # stream bodies in 1 MiB pieces: LFS files may be gigabytes
 
 TOKEN_PRIVATE = "hf_good"
 TOKEN_GATED = "hf_accepted"
+
+# What the API says of every commit: the fake has no history.
+COMMIT_DATE = "2025-01-01T00:00:00.000Z"
+COMMIT_TITLE = "commit"
 
 GATED_MESSAGE = ("Access to {kind} {id} is restricted. You must have access to it "
                  "and be authenticated to access it. Please log in.")
@@ -150,6 +175,47 @@ class RepoFile:
 
     def etag(self):
         return self.blob.sha256() if self.lfs else self.blob.git_sha1()
+
+    def pointer(self):
+        """The git-lfs pointer file git holds for an LFS file."""
+        return lfs_pointer(self.blob.sha256(), self.blob.size)
+
+    def oid(self):
+        """The file's git blob sha1; as in git, an LFS file's is that of its pointer."""
+        return git_blob_sha1(self.pointer()) if self.lfs else self.blob.git_sha1()
+
+
+def commit_tree(files):
+    """Every file and directory of a commit as tree API entries, keyed by path.
+
+    `files` maps paths to RepoFile. A directory's oid is its git tree sha1 (mode
+    100644 for every file), computed bottom-up, so it changes with its content."""
+    entries = {}
+    children = {"": []}  # directory -> [(name, is_dir, oid)], filled deepest first
+    for path in sorted(files):
+        f = files[path]
+        entry = {"type": "file", "path": path, "oid": f.oid(), "size": f.blob.size}
+        if f.lfs:
+            entry["lfs"] = {"oid": f.blob.sha256(), "size": f.blob.size,
+                            "pointerSize": len(f.pointer())}
+        entries[path] = entry
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            children.setdefault("/".join(parts[:depth]), [])
+        parent = "/".join(parts[:-1])
+        children[parent].append((parts[-1], False, entry["oid"]))
+    # Deepest directories first, so each tree's subtrees are hashed before it.
+    for folder in sorted(children, key=lambda d: -d.count("/") if d else 1):
+        items = sorted(children[folder],
+                       key=lambda c: c[0].encode() + (b"/" if c[1] else b""))
+        body = b"".join((b"40000 " if is_dir else b"100644 ") + name.encode() + b"\0"
+                        + bytes.fromhex(oid) for name, is_dir, oid in items)
+        oid = hashlib.sha1(b"tree %d\0" % len(body) + body).hexdigest()
+        if folder:
+            entries[folder] = {"type": "directory", "path": folder, "oid": oid, "size": 0}
+            parts = folder.split("/")
+            children["/".join(parts[:-1])].append((parts[-1], True, oid))
+    return entries
 
 
 class Repo:
@@ -387,7 +453,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self):
         try:
-            body = self._read_body()
+            body = self.request_body = self._read_body()
             target = self.path.split("?", 1)[0]
             if self._control(target, body):
                 return
@@ -532,13 +598,20 @@ class HubHandler(Handler):
         # Split the raw path first: a revision may arrive as refs%2Fpr%2F1 and
         # must stay one segment, while file paths contain real slashes.
         segs = target.lstrip("/").split("/")
-        if self.command not in ("GET", "HEAD"):
+        api = len(segs) >= 6 and segs[0] == "api" and segs[1] in ("models", "datasets") \
+            and segs[4] in ("revision", "tree", "paths-info")
+        post = api and segs[4] == "paths-info"
+        if self.command not in (("POST",) if post else ("GET", "HEAD")):
             raise HttpError(405, "Method not allowed")
-        if len(segs) >= 6 and segs[0] == "api" and segs[1] in ("models", "datasets") \
-                and segs[4] == "revision":
+        if api:
             kind = "model" if segs[1] == "models" else "dataset"
             repo = self._repo(kind, segs[2], segs[3])
-            self._revision_info(repo, urllib.parse.unquote("/".join(segs[5:])))
+            if segs[4] == "revision":
+                self._revision_info(repo, urllib.parse.unquote("/".join(segs[5:])))
+            elif segs[4] == "tree":
+                self._tree(repo, segs[5:])
+            else:
+                self._paths_info(repo, urllib.parse.unquote("/".join(segs[5:])))
             return
         if len(segs) >= 6 and segs[0] == "datasets" and segs[3] == "resolve":
             self._resolve(self._repo("dataset", segs[1], segs[2]), segs[4:])
@@ -578,38 +651,110 @@ class HubHandler(Handler):
             raise HttpError(404, f"Invalid rev id: {rev}", "RevisionNotFound")
         return sha
 
+    def _split_revision(self, repo, rest, min_path):
+        """(commit sha, path) for rest = [rev..., path...], the path at least
+        min_path segments long. The revision is normally one (encoded) segment;
+        an unencoded "refs/pr/1" is accepted too, by trying the shortest run of
+        segments that names a known revision."""
+        for n in range(1, len(rest) - min_path + 1):
+            sha = repo.resolve(urllib.parse.unquote("/".join(rest[:n])))
+            if sha is not None:
+                return sha, urllib.parse.unquote("/".join(rest[n:]))
+        rev = urllib.parse.unquote(rest[0]) if rest else ""
+        raise HttpError(404, f"Invalid rev id: {rev}", "RevisionNotFound")
+
+    def _query(self):
+        return urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+
     def _revision_info(self, repo, rev):
         sha = self._commit(repo, rev)
         siblings = []
         for path in sorted(repo.commits[sha]):
             f = repo.commits[sha][path]
-            entry = {"rfilename": path, "size": f.blob.size}
+            entry = {"rfilename": path, "size": f.blob.size, "blobId": f.oid()}
             if f.lfs:
-                digest = f.blob.sha256()
-                pointer = lfs_pointer(digest, f.blob.size)
-                # As in git, an LFS file's blob id is that of its pointer file.
-                entry["blobId"] = git_blob_sha1(pointer)
-                entry["lfs"] = {"sha256": digest, "size": f.blob.size,
-                                "pointerSize": len(pointer)}
-            else:
-                entry["blobId"] = f.blob.git_sha1()
+                entry["lfs"] = {"sha256": f.blob.sha256(), "size": f.blob.size,
+                                "pointerSize": len(f.pointer())}
             siblings.append(entry)
-        self.send_json(200, {"id": repo.id, "sha": sha, "private": repo.private,
+        # A stable 24-hex database id, as the Hub's "_id" looks.
+        object_id = hashlib.sha1(f"{repo.type}/{repo.id}".encode()).hexdigest()[:24]
+        self.send_json(200, {"_id": object_id, "id": repo.id, "sha": sha,
+                             "private": repo.private,
                              "gated": "auto" if repo.gated else False,
-                             "siblings": siblings})
+                             "lastModified": COMMIT_DATE, "downloads": 0, "likes": 0,
+                             "tags": [], "siblings": siblings})
+
+    @staticmethod
+    def _last_commit(sha):
+        return {"id": sha, "title": COMMIT_TITLE, "date": COMMIT_DATE}
+
+    def _tree(self, repo, rest):
+        sha, folder = self._split_revision(repo, rest, 0)
+        folder = folder.strip("/")
+        query = self._query()
+
+        def flag(name):
+            return any(v.lower() in ("true", "1") for v in query.get(name, []))
+
+        entries = commit_tree(repo.commits[sha])
+        if folder and entries.get(folder, {}).get("type") != "directory":
+            raise HttpError(404, f"{folder} does not exist on \"{sha}\"", "EntryNotFound",
+                            [("X-Repo-Commit", sha)])
+        prefix = folder + "/" if folder else ""
+        listed = []
+        for path in sorted(entries):
+            if not path.startswith(prefix):
+                continue
+            if not flag("recursive") and "/" in path[len(prefix):]:
+                continue
+            entry = dict(entries[path])
+            if flag("expand"):
+                entry["lastCommit"] = self._last_commit(sha)
+            listed.append(entry)
+        self.send_json(200, listed, [("X-Repo-Commit", sha)])
+
+    def _paths_info(self, repo, rev):
+        sha = self._commit(repo, rev)
+        paths, expand = self._paths_info_body()
+        entries = commit_tree(repo.commits[sha])
+        found = []
+        seen = set()
+        for path in paths:
+            path = path.strip("/")
+            if path in entries and path not in seen:
+                seen.add(path)
+                entry = dict(entries[path])
+                if expand:
+                    entry["lastCommit"] = self._last_commit(sha)
+                found.append(entry)
+        self.send_json(200, found, [("X-Repo-Commit", sha)])
+
+    def _paths_info_body(self):
+        """(paths, expand) from a paths-info body: JSON, as @huggingface/hub sends
+        it, or a form, as huggingface_hub does (paths repeated, expand=True). A
+        body that starts with "{" is JSON whatever its Content-Type says."""
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        text = self.request_body.decode("utf-8", "replace")
+        if ctype == "application/x-www-form-urlencoded" and not text.lstrip().startswith("{"):
+            form = urllib.parse.parse_qs(text)
+            paths = form.get("paths", [])
+            expand = any(v.lower() in ("true", "1") for v in form.get("expand", []))
+            return paths, expand
+        try:
+            doc = json.loads(text or "{}")
+        except ValueError:
+            raise HttpError(400, "paths-info expects a JSON body")
+        paths = doc.get("paths") if isinstance(doc, dict) else None
+        if isinstance(paths, str):
+            paths = [paths]
+        expand = doc.get("expand", False) if isinstance(doc, dict) else False
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths) \
+                or not isinstance(expand, bool):
+            raise HttpError(400, '"paths" must be a list of strings, "expand" a boolean')
+        return paths, expand
 
     def _resolve(self, repo, rest):
-        # rest is [rev..., path...]. The revision is normally one (encoded)
-        # segment; also accept an unencoded "refs/pr/1" by trying the shortest
-        # run of segments that names a known revision.
-        sha = None
-        for n in range(1, len(rest)):
-            sha = repo.resolve(urllib.parse.unquote("/".join(rest[:n])))
-            if sha is not None:
-                break
-        if sha is None:
-            self._commit(repo, urllib.parse.unquote(rest[0]))  # raises RevisionNotFound
-        path = urllib.parse.unquote("/".join(rest[n:]))
+        sha, path = self._split_revision(repo, rest, 1)
         f = repo.commits[sha].get(path)
         if f is None:
             raise HttpError(404, "Entry not found", "EntryNotFound",
