@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -68,6 +69,18 @@ void pause_for(double seconds) {
     config::check_interrupt();
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+}
+
+// The first `bytes` of a file into `hash` (a resumed download's part from an earlier try).
+void hash_prefix(const fs::path& file, int64_t bytes, Sha256& hash) {
+  std::ifstream in(file, std::ios::binary);
+  std::vector<char> buffer(size_t(1) << 20);
+  while (bytes > 0 && in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(std::min<int64_t>(bytes, int64_t(buffer.size()))));
+    hash.update(buffer.data(), static_cast<size_t>(in.gcount()));
+    bytes -= in.gcount();
+  }
+  if (bytes > 0) throw HubError("cannot read back " + file.string());
 }
 
 class Session {
@@ -146,25 +159,41 @@ class Session {
 
   // Fetches `at` into `partial` (resumed from its size), then checks and returns the bytes fetched.
   int64_t fetch(const Located& at, const std::string& path, const fs::path& partial, const std::function<void(int64_t)>& moved) {
+    // An LFS file's etag is its sha256: hashed as the bytes arrive (a resumed file's first part from disk),
+    // so the check costs no second pass over the file.
+    const bool lfs = at.etag.size() == 64;
+    std::optional<std::string> digest;
     int64_t fetched = 0;
     for (int attempt = 0;; ++attempt) {
       std::error_code ec;
       const int64_t have = fs::exists(partial, ec) ? int64_t(fs::file_size(partial, ec)) : 0;
       if (at.size >= 0 && have == at.size) break;
+      if (attempt > o_.retries + 2)  // a server that keeps sending another length than it announced
+        throw HubError(o_.repo_id + ": " + path + ": the Hub announced " + std::to_string(at.size) + " bytes and sent " +
+                       std::to_string(have) + ", " + std::to_string(attempt) + " times; the partial file is kept");
       std::vector<std::string> headers = auth_for(at.url);
       headers.push_back("Accept-Encoding: identity");
       if (have > 0) headers.push_back("Range: bytes=" + std::to_string(have) + "-");
       std::ofstream out;
+      std::vector<char> buffer(size_t(1) << 20);  // writes of 1 MiB, not of each network read
+      std::optional<Sha256> hash;
       bool stopped = false;
       std::string write_error;
       const auto sink = [&](const char* data, size_t n, long status) {
         if (!out.is_open()) {
+          out.rdbuf()->pubsetbuf(buffer.data(), static_cast<std::streamsize>(buffer.size()));
           // 200 to a Range request: the server sends it whole, so it is written from the start.
-          out.open(partial, status == 206 ? std::ios::binary | std::ios::app : std::ios::binary | std::ios::trunc);
+          const bool append = status == 206;
+          out.open(partial, append ? std::ios::binary | std::ios::app : std::ios::binary | std::ios::trunc);
           if (!out) return write_error = std::strerror(errno), false;
+          if (lfs) {
+            hash.emplace();
+            if (append && have > 0) hash_prefix(partial, have, *hash);
+          }
         }
         out.write(data, static_cast<std::streamsize>(n));
         if (!out) return write_error = std::strerror(errno), false;
+        if (hash) hash->update(data, n);
         fetched += int64_t(n);
         moved(int64_t(n));
         try {
@@ -178,6 +207,7 @@ class Session {
       try {
         r = http_.get(at.url, headers, sink);
         out.close();
+        if (!out && write_error.empty()) write_error = std::strerror(errno);
       } catch (const TransportError& e) {
         out.close();
         if (stopped) throw config::Interrupted();
@@ -190,7 +220,11 @@ class Session {
         pause_for(backoff(attempt));
         continue;
       }
+      if (!write_error.empty())
+        throw HubError(o_.repo_id + ": cannot write " + partial.string() + " (" + write_error +
+                       "); the partial file is kept, and the next download resumes it");
       if (r.status == 200 || r.status == 206) {
+        if (hash) digest = hash->hex();
         if (at.size < 0) break;
         continue;  // checks the size it reached (a connection closed early resumes)
       }
@@ -208,7 +242,7 @@ class Session {
     const int64_t have = int64_t(fs::file_size(partial, ec));
     if (at.size >= 0 && have != at.size)
       throw HubError(o_.repo_id + ": " + path + " has " + std::to_string(have) + " bytes, the Hub said " + std::to_string(at.size));
-    if (at.etag.size() == 64 && sha256_of_file(partial) != at.etag) {  // an LFS file: its etag is its sha256
+    if (lfs && (digest ? *digest : sha256_of_file(partial)) != at.etag) {  // complete from an earlier run: read it
       fs::remove(partial, ec);
       throw HubError(o_.repo_id + ": " + path + ": the bytes received do not match the sha256 the Hub lists (" +
                      at.etag + "); they were not kept: download again");
