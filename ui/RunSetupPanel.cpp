@@ -27,6 +27,7 @@
 #include <QUrl>
 #include <QVBoxLayout>
 
+#include "GetModelDialog.h"
 #include "ModelInfo.h"
 #include "checkpoint/checkpoint_files.h"
 #include "checkpoint/hf_config.h"
@@ -36,6 +37,7 @@
 #include "config/yaml_edit.h"
 #include "data/dataset.h"
 #include "data/row_sources.h"
+#include "hub/cached_models.h"
 
 namespace tb::ui {
 
@@ -116,8 +118,14 @@ QString RunSetupPanel::runsFolder() const {
 void RunSetupPanel::buildUi() {
   model_ = new QComboBox(this);
   for (const std::string& name : tb::models::preset_names()) model_->addItem(QString::fromStdString(name));
+  // Models already in the Hugging Face cache (downloaded here or by another Hugging Face tool): one click.
+  for (const auto& m : tb::hub::cached_models())
+    model_->addItem(QString::fromStdString(m.repo_id) + " (downloaded)", QFileInfo(QString::fromStdString(m.folder)).absoluteFilePath());
   openModel_ = new QPushButton("Open model folder…", this);
   openModel_->setToolTip("A Hugging Face checkpoint folder: config.json and model*.safetensors");
+  getModel_ = new QPushButton("Get model…", this);
+  getModel_->setObjectName("getModelButton");
+  getModel_->setToolTip("Download a model from the Hugging Face Hub into the cache every Hugging Face tool shares");
   modelInfo_ = new QLabel(this);
   modelInfo_->setWordWrap(true);
   weights_ = new QLabel(this);
@@ -220,6 +228,7 @@ void RunSetupPanel::buildUi() {
   auto* modelRow = new QHBoxLayout;
   modelRow->addWidget(model_, 1);
   modelRow->addWidget(openModel_);
+  modelRow->addWidget(getModel_);
   modelLayout->addLayout(modelRow);
   modelLayout->addWidget(modelInfo_);
   modelLayout->addWidget(weights_);
@@ -317,6 +326,14 @@ void RunSetupPanel::connectEdits() {
       if (!openModelFolder(folder, &error)) QMessageBox::warning(this, "Open model folder", error);
     }
   });
+  connect(getModel_, &QPushButton::clicked, this, [this] {
+    GetModelDialog dialog(this);
+    if (getModelHook_) getModelHook_(dialog);
+    else dialog.exec();
+    if (dialog.folder().isEmpty()) return;
+    QString error;
+    if (!openModelFolder(dialog.folder(), &error)) QMessageBox::warning(this, "Get model", error);
+  });
   connect(openModel_, &QPushButton::clicked, this, [this] {
     const QString dir = QFileDialog::getExistingDirectory(this, "Open a Hugging Face model folder");
     if (dir.isEmpty()) return;
@@ -354,7 +371,9 @@ void RunSetupPanel::refreshFromDocument() {
     // Folders stay listed (with their path) after another model is chosen, so one click goes back.
     const bool folder = base == "from_hf_config";
     const QString path = folder ? QFileInfo(doc_->inputPath("model.path")).absoluteFilePath() : QString();
-    const QString label = folder ? "HF folder: " + QFileInfo(path).fileName() : doc_->scalar("model._component_", "(no model)");
+    const QString repo = QString::fromStdString(tb::hub::snapshot_repo_id(path.toStdString()));
+    const QString label = !folder ? doc_->scalar("model._component_", "(no model)")
+                          : repo.isEmpty() ? "HF folder: " + QFileInfo(path).fileName() : repo + " (downloaded)";
     modelIndex = folder ? model_->findData(path) : model_->findText(label);
     if (modelIndex < 0) {
       model_->addItem(label, path);

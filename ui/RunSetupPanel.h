@@ -1,9 +1,12 @@
-// The run-setup form: model (presets or a Hugging Face folder) with its parameter count and memory
+// The run-setup form: model (presets, a Hugging Face folder, a model in the Hugging Face cache or one "Get
+// model…" downloads) with its parameter count and memory
 // estimate, recipe (Full / LoRA / QLoRA), compile, dataset with a token preview, and the key
 // hyper-parameters. Every widget edits the ConfigDocument's tree; a text edit refreshes the widgets.
 #pragma once
 
 #include <QWidget>
+
+#include <functional>
 
 #include "ConfigDocument.h"
 #include "DatasetPreview.h"
@@ -19,6 +22,8 @@ class QTextBrowser;
 class QTimer;
 
 namespace tb::ui {
+
+class GetModelDialog;
 
 class RunSetupPanel : public QWidget {
   Q_OBJECT
@@ -63,6 +68,9 @@ class RunSetupPanel : public QWidget {
   QString datasetProblem() const { return datasetProblem_; }
   QLineEdit* runsPathField() const { return runsPath_; }
   QTextBrowser* previewView() const { return preview_; }
+  QPushButton* getModelButton() const { return getModel_; }
+  // Runs "Get model…"'s dialog instead of exec() (tests drive it); the folder it got is then opened.
+  void setGetModelHook(std::function<void(GetModelDialog&)> hook) { getModelHook_ = std::move(hook); }
 
  Q_SIGNALS:
   void previewReady();
@@ -77,9 +85,11 @@ class RunSetupPanel : public QWidget {
   void fillDatasetCombo();
 
   ConfigDocument* doc_;
+  std::function<void(GetModelDialog&)> getModelHook_;
   bool refreshing_ = false;
   QComboBox* model_;
   QPushButton* openModel_;
+  QPushButton* getModel_;
   QLabel* modelInfo_;
   QLabel* weights_;
   QLabel* memory_;

@@ -35,6 +35,7 @@ inline void isolateSettings(const QString& testName, const QString& folder) {
   QCoreApplication::setApplicationName(testName);
   QSettings::setDefaultFormat(QSettings::IniFormat);
   QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, folder);
+  qputenv("HF_HUB_CACHE", (folder + "/hf_hub_cache").toUtf8());  // this machine's downloads stay out of the combos
   QDir::setCurrent(TB_SOURCE_DIR);
 }
 
