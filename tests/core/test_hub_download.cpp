@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fake_hub.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -51,8 +52,7 @@ class TestHubDownload : public QObject {
 
   QTemporaryDir dir_;
   QString cli_ = qEnvironmentVariable("TB_CLI");
-  QProcess server_;
-  int hub_ = 0, cdn_ = 0;
+  std::unique_ptr<tbtest::FakeHub> server_;
   std::string weights_;  // the LFS file's bytes
   int cache_count_ = 0;
 
@@ -64,7 +64,7 @@ class TestHubDownload : public QObject {
   tbtest::ProcessResult download(const QStringList& args, const std::string& cache, const QStringList& env = {}) {
     QProcess p;
     QProcessEnvironment e = QProcessEnvironment::systemEnvironment();
-    e.insert("HF_ENDPOINT", QString("http://127.0.0.1:%1").arg(hub_));
+    e.insert("HF_ENDPOINT", server_->endpoint());
     e.insert("HF_HOME", QString::fromStdString(path("hf_home")));  // no token file of this machine
     e.insert("HF_HUB_CACHE", QString::fromStdString(cache));
     e.remove("HF_TOKEN");
@@ -88,15 +88,9 @@ class TestHubDownload : public QObject {
 
   nlohmann::json result(const tbtest::ProcessResult& r) { return nlohmann::json::parse(tbtest::last_line(r.out).toStdString()); }
 
-  nlohmann::json serverCall(const QString& method, const QString& what, const nlohmann::json& body = nullptr) {
-    QStringList args{"-s", "-X", method, QString("http://127.0.0.1:%1/%2").arg(hub_).arg(what)};
-    if (!body.is_null()) args << "-d" << QString::fromStdString(body.dump());
-    const auto r = tbtest::run_process("curl", args);
-    return r.out.isEmpty() ? nlohmann::json() : nlohmann::json::parse(r.out.toStdString());
-  }
-  nlohmann::json log() { return serverCall("GET", "_log"); }
-  void clearLog() { serverCall("POST", "_log/clear"); }
-  void control(const nlohmann::json& faults) { serverCall("POST", "_control", faults); }
+  nlohmann::json log() { return server_->log(); }
+  void clearLog() { server_->clearLog(); }
+  void control(const nlohmann::json& faults) { server_->control(faults); }
 
  private Q_SLOTS:
   void initTestCase() {
@@ -128,21 +122,14 @@ class TestHubDownload : public QObject {
           {{"type", "model"}, {"id", "org/gated"}, {"gated", true},
            {"commits", {{kCommitMain, {{"files", {{"config.json", {{"text", kConfig}}}}}}}}},
            {"refs", {{"main", kCommitMain}}}}}}};
-    tbtest::write_file(path("repos.json"), repos.dump());
-    const QString ports = QString::fromStdString(path("ports.json"));
-    server_.start(tbtest::reference_python(), {QString(TB_SOURCE_DIR) + "/tests/hub/fake_hub.py", "--repos",
-                                               QString::fromStdString(path("repos.json")), "--port-file", ports});
-    QVERIFY(server_.waitForStarted());
-    QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(ports), 30000);
-    const auto p = nlohmann::json::parse(tbtest::read_file(ports.toStdString()));
-    hub_ = p["hub"].get<int>();
-    cdn_ = p["cdn"].get<int>();
+    try {
+      server_ = std::make_unique<tbtest::FakeHub>(repos, dir_.path());
+    } catch (const std::exception& e) {
+      QFAIL(e.what());
+    }
   }
 
-  void cleanupTestCase() {
-    server_.terminate();
-    server_.waitForFinished(10000);
-  }
+  void cleanupTestCase() { server_.reset(); }
 
   // huggingface_hub's layout: blobs named by etag (the git blob id; an LFS file's sha256), snapshot
   // entries as relative links into blobs/, refs/main holding the commit (no newline). The LFS bytes come
@@ -345,7 +332,7 @@ class TestHubDownload : public QObject {
     QCOMPARE(files["model.safetensors"], std::make_pair(sha256(weights_), int64_t(weights_.size())));
 
     const std::string theirs = freshCache();
-    r = tbtest::run_process("node", {script, "snapshot", QString::fromStdString(theirs), QString("http://127.0.0.1:%1").arg(hub_), "org/tiny", "main"});
+    r = tbtest::run_process("node", {script, "snapshot", QString::fromStdString(theirs), server_->endpoint(), "org/tiny", "main"});
     QVERIFY2(r.code == 0, qPrintable(r.err));
     r = download({"org/tiny", "--offline"}, theirs, {"HF_ENDPOINT=http://127.0.0.1:1"});
     QVERIFY2(r.code == 0, qPrintable(r.err));
@@ -361,7 +348,7 @@ class TestHubDownload : public QObject {
     QProcess a, b;
     for (QProcess* p : {&a, &b}) {
       QProcessEnvironment e = QProcessEnvironment::systemEnvironment();
-      e.insert("HF_ENDPOINT", QString("http://127.0.0.1:%1").arg(hub_));
+      e.insert("HF_ENDPOINT", server_->endpoint());
       e.insert("HF_HOME", QString::fromStdString(path("hf_home")));
       e.insert("HF_HUB_CACHE", QString::fromStdString(cache));
       p->setProcessEnvironment(e);

@@ -8,7 +8,6 @@
 
 #include <QComboBox>
 #include <QLabel>
-#include <QProcess>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -19,6 +18,7 @@
 #include "GetModelDialog.h"
 #include "MainWindow.h"
 #include "RunSetupPanel.h"
+#include "fake_hub.h"
 #include "test_support.h"
 #include "window_test_support.h"
 
@@ -29,15 +29,9 @@ const std::string kCommit = "4444444444444444444444444444444444444444";
 class TestGetModel : public QObject {
   Q_OBJECT
   QTemporaryDir dir_;
-  QProcess server_;
-  int hub_ = 0;
+  std::unique_ptr<tbtest::FakeHub> server_;
 
   QString path(const QString& name) const { return dir_.filePath(name); }
-
-  void control(const nlohmann::json& faults) {
-    tbtest::run_process("curl", {"-s", "-X", "POST", QString("http://127.0.0.1:%1/_control").arg(hub_), "-d",
-                                 QString::fromStdString(faults.dump())});
-  }
 
   // Clicks "Get model…" with `repo` typed, and waits for the dialog's download to end.
   std::pair<bool, QString> getModel(tb::ui::MainWindow& w, const QString& repo, const std::function<void(tb::ui::GetModelDialog&)>& during = {}) {
@@ -68,21 +62,17 @@ class TestGetModel : public QObject {
                                     {{"type", "model"}, {"id", "org/slow"}, {"commits", {{kCommit, {{"files", files}}}}}, {"refs", {{"main", kCommit}}}},
                                     {{"type", "model"}, {"id", "org/gated"}, {"gated", true},
                                      {"commits", {{kCommit, {{"files", files}}}}}, {"refs", {{"main", kCommit}}}}}}};
-    tbtest::write_file(path("repos.json").toStdString(), repos.dump());
-    server_.start(tbtest::reference_python(), {QString(TB_SOURCE_DIR) + "/tests/hub/fake_hub.py", "--repos", path("repos.json"),
-                                               "--port-file", path("ports.json")});
-    QVERIFY(server_.waitForStarted());
-    QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(path("ports.json")), 30000);
-    hub_ = nlohmann::json::parse(tbtest::read_file(path("ports.json").toStdString()))["hub"].get<int>();
-    qputenv("HF_ENDPOINT", QString("http://127.0.0.1:%1").arg(hub_).toUtf8());
+    try {
+      server_ = std::make_unique<tbtest::FakeHub>(repos, dir_.path());
+    } catch (const std::exception& e) {
+      QFAIL(e.what());
+    }
+    qputenv("HF_ENDPOINT", server_->endpoint().toUtf8());
     qputenv("HF_HOME", path("hf_home").toUtf8());
     qunsetenv("HF_TOKEN");
   }
 
-  void cleanupTestCase() {
-    server_.terminate();
-    server_.waitForFinished(10000);
-  }
+  void cleanupTestCase() { server_.reset(); }
 
   void aDownloadedModelIsOpened() {
     auto w = tbtest::defaultWindow();
@@ -103,7 +93,7 @@ class TestGetModel : public QObject {
   void cancelStopsADownload() {
     auto w = tbtest::defaultWindow();
     const QString before = w->document()->scalar("model.path");
-    control({{"rate_limit", {{"/api/models/org/slow", 60}}}});
+    server_->control({{"rate_limit", {{"/api/models/org/slow", 60}}}});
     const auto [ok, message] = getModel(*w, "org/slow", [](tb::ui::GetModelDialog& d) {
       QTRY_VERIFY_WITH_TIMEOUT(d.running(), 10000);
       QTest::qWait(300);
