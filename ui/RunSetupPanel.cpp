@@ -119,8 +119,13 @@ void RunSetupPanel::buildUi() {
   model_ = new QComboBox(this);
   for (const std::string& name : tb::models::preset_names()) model_->addItem(QString::fromStdString(name));
   // Models already in the Hugging Face cache (downloaded here or by another Hugging Face tool): one click.
-  for (const auto& m : tb::hub::cached_models())
+  for (const auto& m : tb::hub::cached_models()) {
     model_->addItem(QString::fromStdString(m.repo_id) + " (downloaded)", QFileInfo(QString::fromStdString(m.folder)).absoluteFilePath());
+    model_->setItemData(model_->count() - 1,
+                        QString("%1 at %2, %3 on disk").arg(QString::fromStdString(m.folder), QString::fromStdString(m.commit.substr(0, 12)),
+                                                            formatBytes(double(m.bytes))),
+                        Qt::ToolTipRole);
+  }
   openModel_ = new QPushButton("Open model folder…", this);
   openModel_->setToolTip("A Hugging Face checkpoint folder: config.json and model*.safetensors");
   getModel_ = new QPushButton("Get model…", this);

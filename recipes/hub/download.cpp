@@ -99,7 +99,11 @@ class Session {
   std::pair<std::string, std::vector<RemoteFile>> list_files() {
     const std::string url = endpoint_ + "/api/" + (o_.type == RepoType::Model ? "models/" : "datasets/") + o_.repo_id +
                             "/revision/" + url_quote(o_.revision) + "?blobs=true";
-    const HttpResponse r = send("GET", url, "the file list");
+    HttpResponse r = send("GET", url, "the file list");
+    for (int hop = 0; hop < 5 && r.status >= 300 && r.status < 400 && !r.header("location").empty() &&
+                      r.header("location").front() == '/';
+         ++hop)
+      r = send("GET", endpoint_ + r.header("location"), "the file list");  // a renamed repo
     if (r.status != 200) fail(r, "");
     nlohmann::json info;
     try {

@@ -116,6 +116,7 @@ class TestHubDownload : public QObject {
           {{"type", "dataset"}, {"id", "org/data"},
            {"commits", {{kCommitMain, {{"files", {{"train.jsonl", {{"text", "{\"text\": \"hi\"}\n"}}}}}}}}},
            {"refs", {{"main", kCommitMain}}}},
+          {{"type", "model"}, {"id", "org/renamed"}, {"renamed_to", "org/tiny"}},
           {{"type", "model"}, {"id", "org/private"}, {"private", true},
            {"commits", {{kCommitMain, {{"files", {{"config.json", {{"text", kConfig}}}}}}}}},
            {"refs", {{"main", kCommitMain}}}},
@@ -173,7 +174,7 @@ class TestHubDownload : public QObject {
   }
 
   // A tag resolves to its commit and is recorded in refs/; a commit is used as it is; --include keeps the
-  // matching files; a dataset repo goes to datasets--org--data.
+  // matching files; a renamed repo is followed; a dataset repo goes to datasets--org--data.
   void revisionsPatternsAndDatasets() {
     const std::string cache = freshCache();
     auto r = download({"org/tiny", "--revision", "v1.0"}, cache);
@@ -186,6 +187,10 @@ class TestHubDownload : public QObject {
     QVERIFY(!fs::exists(fs::path(cache) / "models--org--tiny" / "refs" / "main"));
     r = download({"org/tiny", "--exclude", "*.safetensors", "--include", "*"}, cache);
     QCOMPARE(result(r)["files"], nlohmann::json({"config.json", "sub/dir/notes.txt"}));
+    // A renamed repo: the Hub redirects its old name (API and files, 307 to a relative Location).
+    r = download({"org/renamed", "--include", "config.json"}, cache);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QCOMPARE(result(r)["commit"].get<std::string>(), kCommitMain);
     r = download({"org/data", "--repo-type", "dataset"}, cache);
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QVERIFY(fs::is_regular_file(fs::path(cache) / "datasets--org--data" / "snapshots" / kCommitMain / "train.jsonl"));

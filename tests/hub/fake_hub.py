@@ -26,6 +26,8 @@ REPOS_JSON:
        "refs": {"main": "<sha>", "v1.0": "<sha>", "refs/pr/1": "<sha>"}}
     ]}
     A revision is a key of "refs", else a full commit sha that is a key of "commits".
+    {"type": ..., "id": "org/old", "renamed_to": "org/new"} is a renamed repo: every request under its
+    old name is answered 307 with a relative Location under the new one, as the Hub does.
     ETag of a file: for LFS files the sha256 of its bytes, otherwise its git blob
     sha1 (sha1 of b"blob <len>\\0" + bytes). Hashes are computed on first use.
 
@@ -271,6 +273,9 @@ def load_repos(path):
     blobs = {}
     repos = {}
     for spec in doc.get("repos", []):
+        if "renamed_to" in spec:  # a repo renamed on the Hub: its old name redirects (307) to the new one
+            repos[(spec.get("type", "model"), spec["id"])] = spec["renamed_to"]
+            continue
         repo = Repo(spec, blobs)
         repos[(repo.type, repo.id)] = repo
     return repos
@@ -356,6 +361,8 @@ class State:
         """The blob of an LFS file whose sha256 is given, or None."""
         seen = set()
         for repo in self.repos.values():
+            if isinstance(repo, str):  # a renamed repo's redirect
+                continue
             for files in repo.commits.values():
                 for f in files.values():
                     if f.lfs and id(f.blob) not in seen:
@@ -624,6 +631,10 @@ class HubHandler(Handler):
     def _repo(self, kind, org, name):
         repo_id = urllib.parse.unquote(org) + "/" + urllib.parse.unquote(name)
         repo = self.state.repos.get((kind, repo_id))
+        if isinstance(repo, str):  # renamed: the same request under the new name, on this host
+            raw_old = "/" + org + "/" + name + "/"
+            location = self.path.replace(raw_old, "/" + repo + "/", 1)
+            raise HttpError(307, "Moved to " + repo, headers=[("Location", location)])
         if repo is None:
             raise HttpError(404, "Repository not found", "RepoNotFound")
         self._authorize(repo)
