@@ -88,7 +88,7 @@ void register_checkpointers(config::Registry& registry) {
   };
   registry.add<std::shared_ptr<FullModelHFCheckpointer>>(spec, [](const config::Args& a) {
     HFCheckpointerOptions o;
-    if (a.has("checkpoint_dir")) o.checkpoint_dir = hub::resolve_model_path(a.get_string("checkpoint_dir"));
+    if (a.has("checkpoint_dir")) o.checkpoint_dir = hub::resolve_model_path(a.get_string("checkpoint_dir"), false);
     o.checkpoint_files = checkpoint_files_from_yaml(a.raw("checkpoint_files"));
     o.model_type = a.get_string("model_type");
     o.output_dir = a.get_string("output_dir");

@@ -12,7 +12,9 @@ namespace tb::hub {
 bool looks_like_repo_id(const std::string& text);
 
 // config::resolve_input_path(path) when that names something that exists; else, for a repo id, its
-// cached snapshot folder. Throws std::runtime_error for a repo id that is not in the cache.
-std::string resolve_model_path(const std::string& path);
+// cached snapshot folder. A repo id that is not in the cache throws std::runtime_error naming the download
+// to run when `required` (a folder read now: model.path, the tokenizer's); else it comes back as
+// resolve_input_path gives it (a folder only recorded now, whose reader says what is missing).
+std::string resolve_model_path(const std::string& path, bool required = true);
 
 }  // namespace tb::hub

@@ -240,7 +240,7 @@ std::vector<std::string> claim_output_dir(const config::Config& cfg, const std::
   const bool resuming = config::setting_bool(cfg, "resume_from_checkpoint");
   std::optional<std::string> checkpoint_dir;
   if (const YAML::Node dir = cfg.at("checkpointer.checkpoint_dir"); dir && dir.IsScalar() && !dir.IsNull())
-    checkpoint_dir = hub::resolve_model_path(dir.Scalar());
+    checkpoint_dir = hub::resolve_model_path(dir.Scalar(), false);
   std::string own_id, resumed;
   if (resuming) {
     try {
