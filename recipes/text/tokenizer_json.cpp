@@ -368,7 +368,7 @@ class Reader {
     };
     try {
       root = json::parse(text, check);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // a syntax error, or a number too large for a double (out_of_range)
       throw TokenizerFileError(source_ + ": not valid JSON (" + e.what() + ")");
     } catch (const TooDeep&) {
       throw TokenizerFileError(source_ + ": nested deeper than " + std::to_string(kMaxDepth) +

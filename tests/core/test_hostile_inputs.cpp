@@ -661,6 +661,9 @@ class TestHostileInputs : public QObject {
       }
     };
     QCOMPARE(load(text), std::string("loaded"));
+    // A number too large for a double escaped as nlohmann's out_of_range (found by fuzzing).
+    QVERIFY2(load(R"({"model": {"type": "BPE", "vocab": {"a": 99999999999999E99999}}})").rfind("t.json: not valid JSON (", 0) == 0,
+             load(R"({"model": {"type": "BPE", "vocab": {"a": 99999999999999E99999}}})").c_str());
     for (const auto& [id, said] : std::vector<std::pair<nlohmann::json, std::string>>{
              {-1, "added_tokens[0].id = -1: expected an id from 0 to 4294967295"},
              {int64_t(1) << 40, "added_tokens[0].id = 1099511627776: expected an id"},
