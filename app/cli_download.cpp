@@ -3,9 +3,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <iostream>
+#include <memory>
 
 #include "config/interrupt.h"
+#include "hub/fetch_models.h"
 #include "text/json_text.h"
 
 CLI::App* add_download_command(CLI::App& app, DownloadArgs& a) {
@@ -24,38 +27,64 @@ CLI::App* add_download_command(CLI::App& app, DownloadArgs& a) {
   return d;
 }
 
-// Progress on stderr (a line rewritten on a terminal; a line a tenth otherwise); the last line of stdout
-// is the JSON result: the folder, the commit, the files, their bytes, the bytes fetched, the seconds.
+DownloadProgressPrinter::DownloadProgressPrinter(std::string prefix)
+    : prefix_(std::move(prefix)), tty_(isatty(STDERR_FILENO) != 0), start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
+
+void DownloadProgressPrinter::operator()(const tb::hub::DownloadProgress& p) {
+  const auto now = std::chrono::steady_clock::now();
+  const double seconds = std::chrono::duration<double>(now - start_).count();
+  if (tty_) {
+    if (now - last_draw_ < std::chrono::milliseconds(200) && p.bytes_done < p.bytes_total) return;
+    last_draw_ = now;
+    std::cerr << "\r\033[K" << prefix_ << tb::hub::progress_text(p, seconds) << std::flush;
+  } else if (const int64_t tenth = p.bytes_total > 0 ? p.bytes_done * 10 / p.bytes_total : 0; tenth != last_tenth_) {
+    last_tenth_ = tenth;
+    std::cerr << prefix_ << tb::hub::progress_text(p, seconds) << "\n";
+  }
+}
+
+void DownloadProgressPrinter::end_line() {
+  if (tty_) std::cerr << "\n";
+}
+
+// Progress on stderr; the last line of stdout is the JSON result: the folder, the commit, the files, their
+// bytes, the bytes fetched, the seconds.
 int cmd_download(DownloadArgs& a) {
   a.options.type = a.repo_type == "dataset" ? tb::hub::RepoType::Dataset : tb::hub::RepoType::Model;
-  const bool tty = isatty(STDERR_FILENO) != 0;
-  const auto start = std::chrono::steady_clock::now();
-  int64_t last_tenth = -1;
-  auto last_draw = start;
-  const auto progress = [&](const tb::hub::DownloadProgress& p) {
-    const auto now = std::chrono::steady_clock::now();
-    const double seconds = std::chrono::duration<double>(now - start).count();
-    if (tty) {
-      if (now - last_draw < std::chrono::milliseconds(200) && p.bytes_done < p.bytes_total) return;
-      last_draw = now;
-      std::cerr << "\r\033[Kdownload: " << tb::hub::progress_text(p, seconds) << std::flush;
-    } else if (const int64_t tenth = p.bytes_total > 0 ? p.bytes_done * 10 / p.bytes_total : 0; tenth != last_tenth) {
-      last_tenth = tenth;
-      std::cerr << "download: " << tb::hub::progress_text(p, seconds) << "\n";
-    }
-  };
+  DownloadProgressPrinter progress("download: ");
   try {
-    const auto r = tb::hub::download(a.options, progress);
-    if (tty) std::cerr << "\n";
+    const auto r = tb::hub::download(a.options, std::ref(progress));
+    progress.end_line();
     std::cerr << "download: " << a.options.repo_id << " at " << (r.commit.empty() ? a.options.revision : r.commit)
               << " in " << r.folder << "\n";
     const nlohmann::json line = {{"folder", r.folder}, {"commit", r.commit}, {"files", r.files},
                                  {"bytes", r.bytes},   {"fetched", r.fetched}, {"seconds", r.seconds}};
     std::cout << tb::text::json_text(line) << "\n";
   } catch (const std::exception& e) {
-    if (tty) std::cerr << "\n";
+    progress.end_line();
     std::cerr << "tunebench-cli: download: " << e.what() << "\n";
     return dynamic_cast<const tb::config::Interrupted*>(&e) ? 130 : 1;
   }
   return 0;
+}
+
+bool fetch_models_for(const std::string& command, const tb::config::Config& cfg) {
+  std::string repo;
+  std::unique_ptr<DownloadProgressPrinter> progress;
+  try {
+    tb::hub::fetch_missing_repos(cfg, [&](const tb::hub::MissingRepo& r, const tb::hub::DownloadProgress& p) {
+      if (r.repo_id != repo) {
+        if (progress) progress->end_line();
+        repo = r.repo_id;
+        progress = std::make_unique<DownloadProgressPrinter>(command + ": fetching " + r.repo_id + ": ");
+      }
+      (*progress)(p);
+    });
+    if (progress) progress->end_line();
+    return true;
+  } catch (const std::exception& e) {
+    if (progress) progress->end_line();
+    std::cerr << "tunebench-cli: " << command << ": " << e.what() << "\n";
+    return false;
+  }
 }

@@ -144,7 +144,8 @@ std::optional<tb::config::Config> load(const std::string& config, const std::vec
 }
 
 // What eval, generate and export read: a config (checked as `verb`), or a checkpoint folder Tunebench wrote
-// (its manifest's config pointed at its own files, export/checkpoint_config.h). nullopt on error, said.
+// (its manifest's config pointed at its own files, export/checkpoint_config.h); a model it names by Hub repo id
+// is fetched first. nullopt on error, said.
 std::optional<tb::config::Config> load_config_or_checkpoint(const std::string& command, const std::string& config,
                                                             const std::string& checkpoint,
                                                             const std::vector<std::string>& overrides,
@@ -153,7 +154,11 @@ std::optional<tb::config::Config> load_config_or_checkpoint(const std::string& c
     fail(command + ": give --config or --checkpoint (one of them)");
     return std::nullopt;
   }
-  if (checkpoint.empty()) return load(config, overrides, verb, true);
+  if (checkpoint.empty()) {
+    auto cfg = load(config, overrides, verb, true);
+    if (cfg && !fetch_models_for(command, *cfg)) return std::nullopt;  // a model named by repo id, not yet cached
+    return cfg;
+  }
   try {
     const auto result = tb::exporting::load_checkpoint_config(checkpoint, adapter, overrides);
     for (const auto& d : result.diagnostics) std::cerr << d.format() << "\n";

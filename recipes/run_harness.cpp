@@ -1,15 +1,39 @@
 #include "run_harness.h"
 
+#include <chrono>
 #include <iostream>
 
 #include "components/builtin.h"
 #include "config/interrupt.h"
 #include "config/schema.h"
+#include "hub/fetch_models.h"
 #include "training/metric_loggers.h"
 #include "training/output_lock.h"
 #include "training/run_checkpoint.h"
 
 namespace tb {
+
+namespace {
+
+// A model the config names by Hub repo id and the cache lacks is fetched first; the log says what the run
+// waits for, once a tenth.
+void fetch_models(const config::Config& cfg, training::MetricLogger& log) {
+  const auto start = std::chrono::steady_clock::now();
+  std::string repo;
+  int64_t tenth = -1;
+  hub::fetch_missing_repos(cfg, [&](const hub::MissingRepo& r, const hub::DownloadProgress& p) {
+    if (r.repo_id != repo) repo = r.repo_id, tenth = -1;
+    const int64_t now = p.bytes_total > 0 ? p.bytes_done * 10 / p.bytes_total : 0;
+    if (now == tenth) return;
+    tenth = now;
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    log.log_event({{"event", "info"},
+                   {"message", "waiting for " + r.repo_id + " (" + r.key + ") from the Hub: " + hub::progress_text(p, seconds)},
+                   {"download", {{"repo", r.repo_id}, {"bytes_done", p.bytes_done}, {"bytes_total", p.bytes_total}}}});
+  });
+}
+
+}  // namespace
 
 training::RunResult run_with_harness(const RecipeInfo& recipe, const config::Config& cfg, training::RunControl& control,
                                      const RunHarness& harness) {
@@ -41,6 +65,7 @@ training::RunResult run_with_harness(const RecipeInfo& recipe, const config::Con
     // Reading and tokenizing the dataset hear a stop too (training steps check control.stop themselves;
     // run_recipe reports a stop heard in setup).
     const config::InterruptScope interruptible(&control.stop);
+    fetch_models(cfg, *logger);
     result = recipe.run(cfg, *logger, control);
   } catch (const std::exception& e) {
     // Recipes report their own end event; one that throws gets it here.

@@ -22,6 +22,7 @@
 #include <QThread>
 #include <QVBoxLayout>
 
+#include <chrono>
 #include <map>
 #include <set>
 
@@ -29,10 +30,12 @@
 #include "RunHistory.h"
 #include "checkpoint/checkpoint_files.h"
 #include "components/builtin.h"
+#include "config/interrupt.h"
 #include "config/registry.h"
 #include "config/schema.h"
 #include "config/yaml_edit.h"
 #include "export/checkpoint_config.h"
+#include "hub/fetch_models.h"
 
 namespace tb::ui {
 
@@ -405,7 +408,22 @@ void ChatPanel::runJobs(std::vector<Job> jobs, tb::inference::ChatSettings setti
         const std::string key = tb::config::yaml_flow(job.config.root);
         used.insert(key);
         auto& session = worker->sessions[key];
-        if (!session) session = std::make_unique<tb::inference::ChatSession>(job.config);
+        if (!session) {
+          // A model named by Hub repo id that the cache lacks comes down first (Stop ends it, the partial
+          // file kept for the next try).
+          const tb::config::InterruptScope stoppable(cancel.get());
+          auto last = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+          const auto start = std::chrono::steady_clock::now();
+          tb::hub::fetch_missing_repos(job.config, [&](const tb::hub::MissingRepo& r, const tb::hub::DownloadProgress& p) {
+            const auto now = std::chrono::steady_clock::now();
+            if (now - last < std::chrono::milliseconds(200)) return;
+            last = now;
+            const QString text = "Fetching " + QString::fromStdString(r.repo_id + ": " +
+                tb::hub::progress_text(p, std::chrono::duration<double>(now - start).count()));
+            QMetaObject::invokeMethod(this, [this, text] { status_->setText(text); }, Qt::QueuedConnection);
+          });
+          session = std::make_unique<tb::inference::ChatSession>(job.config);
+        }
         QString title = QString::fromStdString(session->weights());
         for (const auto& w : session->warnings()) title += "\nwarning: " + QString::fromStdString(w);
         QMetaObject::invokeMethod(this, [this, pane, title] {

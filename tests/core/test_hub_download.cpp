@@ -274,19 +274,23 @@ class TestHubDownload : public QObject {
   }
 
   // A repo id where a config names a model folder (model.path, checkpointer.checkpoint_dir) is its cached
-  // snapshot: eval of the bundled base model through the cache scores as from its own folder; a repo id
-  // not in the cache names the download to run (nothing is fetched behind the user's back).
-  void aRepoIdNamesTheCachedSnapshot() {
+  // snapshot, fetched first when the cache lacks it: eval of the bundled base model by repo id (an empty
+  // cache, the loopback Hub) scores as from its own folder, and a second eval fetches nothing; a revision
+  // after '@' names that commit. Offline, a repo id not in the cache names the download to run; a repo the
+  // Hub does not have says so, naming the config key. `run` logs what it waits for.
+  void aRepoIdIsFetchedOnDemand() {
     const std::string cache = freshCache();
-    QCOMPARE(download({"org/base"}, cache).code, 0);
-    const auto eval = [&](const QString& folder) {
+    const auto cli = [&](const QStringList& args, const QStringList& env = {}) {
       QProcess p;
       QProcessEnvironment e = QProcessEnvironment::systemEnvironment();
+      e.insert("HF_ENDPOINT", server_->endpoint());
+      e.insert("HF_HOME", QString::fromStdString(path("hf_home")));
       e.insert("HF_HUB_CACHE", QString::fromStdString(cache));
+      e.remove("HF_HUB_OFFLINE");
+      for (const QString& kv : env) e.insert(kv.section('=', 0, 0), kv.section('=', 1));
       p.setProcessEnvironment(e);
       p.setWorkingDirectory(TB_SOURCE_DIR);
-      p.start(cli_, {"eval", "--config", "tiny/eval_stories", "model.path=" + folder, "checkpointer.checkpoint_dir=" + folder,
-                     "num_threads=1"});
+      p.start(cli_, args);
       p.waitForFinished(300000);
       tbtest::ProcessResult r;
       r.code = p.exitCode();
@@ -294,20 +298,54 @@ class TestHubDownload : public QObject {
       r.err = QString::fromUtf8(p.readAllStandardError());
       return r;
     };
+    const auto eval = [&](const QString& folder, const QStringList& env = {}) {
+      return cli({"eval", "--config", "tiny/eval_stories", "model.path=" + folder, "checkpointer.checkpoint_dir=" + folder,
+                  "num_threads=1"}, env);
+    };
     const auto local = eval("resources/base_model");
     QVERIFY2(local.code == 0, qPrintable(local.err));
     const double loss = result(local)["loss"].get<double>();
-    for (const QString& id : {QString("org/base"), QString("org/base@") + QString::fromStdString(kCommitMain)}) {
-      const auto cached = eval(id);
-      QVERIFY2(cached.code == 0, qPrintable(cached.err));
-      QCOMPARE(result(cached)["loss"].get<double>(), loss);
-      QVERIFY2(cached.err.contains(QString::fromStdString(cache)), qPrintable(cached.err));  // the weights came from there
-    }
+
+    const auto offline = eval("org/base", {"HF_HUB_OFFLINE=1"});
+    QCOMPARE(offline.code, 1);
+    QVERIFY2(offline.err.contains("model.path: org/base at 'main' is not in") && offline.err.contains("this is offline") &&
+                 offline.err.contains("run `tunebench-cli download org/base`"),
+             qPrintable(offline.err));
+    QVERIFY(!QDir(QString::fromStdString(cache + "/models--org--base/snapshots")).exists());
+
+    clearLog();
+    const auto fetched = eval("org/base");
+    QVERIFY2(fetched.code == 0, qPrintable(fetched.err));
+    QCOMPARE(result(fetched)["loss"].get<double>(), loss);
+    QVERIFY2(fetched.err.contains("eval: fetching org/base: ") && fetched.err.contains("(100%)"), qPrintable(fetched.err));
+    QVERIFY2(fetched.err.contains(QString::fromStdString(cache)), qPrintable(fetched.err));  // the weights came from there
+    int gets = 0;
+    for (const auto& r : log()) gets += r["method"] == "GET" && r["path"].get<std::string>().rfind("/api/", 0) != 0;
+    QCOMPARE(gets, 2);  // config.json and model.safetensors (from the CDN), each once although two keys name the repo
+
+    clearLog();
+    const auto again = eval("org/base@" + QString::fromStdString(kCommitMain));
+    QVERIFY2(again.code == 0, qPrintable(again.err));
+    QCOMPARE(result(again)["loss"].get<double>(), loss);
+    QVERIFY2(!again.err.contains("fetching"), qPrintable(again.err));
+    QCOMPARE(log().size(), size_t(0));  // the cache answered: not even the file list
+
     const auto missing = eval("org/other");
     QCOMPARE(missing.code, 1);
-    QVERIFY2(missing.err.contains("'org/other' is no folder here, and as a Hub repo id it is not in the cache") &&
-                 missing.err.contains("run `tunebench-cli download org/other` first"),
-             qPrintable(missing.err));
+    QVERIFY2(missing.err.contains("model.path: no model repo 'org/other' on " + server_->endpoint()), qPrintable(missing.err));
+
+    // A recipe run through the harness: its log says what the run waited for before it started.
+    const std::string runCache = freshCache();
+    const QString out = QString::fromStdString(path("run_fetch"));
+    const auto run = cli({"run", "lora_finetune_single_device", "--config", "tiny/lora_single_device", "model.path=org/base",
+                          "checkpointer.checkpoint_dir=org/base", "output_dir=" + out, "epochs=1", "max_steps_per_epoch=1",
+                          "num_threads=1"},
+                         {"HF_HUB_CACHE=" + QString::fromStdString(runCache)});
+    QVERIFY2(run.code == 0, qPrintable(run.err + run.out));
+    QVERIFY2(run.out.contains("waiting for org/base (model.path) from the Hub: ") && run.out.contains("(100%)"), qPrintable(run.out));
+    const QString metrics = QString::fromStdString(tbtest::read_file((out + "/logs/metrics.jsonl").toStdString()));
+    QVERIFY2(metrics.indexOf("waiting for org/base") >= 0 && metrics.indexOf("waiting for org/base") < metrics.indexOf("\"step\""),
+             qPrintable(metrics.left(2000)));
   }
 
   // Hugging Face's own JavaScript client (@huggingface/hub, tests/reference/hub_js) judges the layout: its
