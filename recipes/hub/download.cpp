@@ -15,6 +15,7 @@
 
 #include "config/interrupt.h"
 #include "config/regular_file.h"
+#include "hub/blob_writer.h"
 #include "hub/http.h"
 #include "hub/sha256.h"
 
@@ -69,18 +70,6 @@ void pause_for(double seconds) {
     config::check_interrupt();
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-}
-
-// The first `bytes` of a file into `hash` (a resumed download's part from an earlier try).
-void hash_prefix(const fs::path& file, int64_t bytes, Sha256& hash) {
-  std::ifstream in(file, std::ios::binary);
-  std::vector<char> buffer(size_t(1) << 20);
-  while (bytes > 0 && in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(std::min<int64_t>(bytes, int64_t(buffer.size()))));
-    hash.update(buffer.data(), static_cast<size_t>(in.gcount()));
-    bytes -= in.gcount();
-  }
-  if (bytes > 0) throw HubError("cannot read back " + file.string());
 }
 
 class Session {
@@ -163,8 +152,8 @@ class Session {
 
   // Fetches `at` into `partial` (resumed from its size), then checks and returns the bytes fetched.
   int64_t fetch(const Located& at, const std::string& path, const fs::path& partial, const std::function<void(int64_t)>& moved) {
-    // An LFS file's etag is its sha256: hashed as the bytes arrive (a resumed file's first part from disk),
-    // so the check costs no second pass over the file.
+    // An LFS file's etag is its sha256: hashed as the bytes arrive, on the writer's thread (a resumed
+    // file's first part from disk), so the check costs no second pass over the file.
     const bool lfs = at.etag.size() == 64;
     std::optional<std::string> digest;
     int64_t fetched = 0;
@@ -178,26 +167,13 @@ class Session {
       std::vector<std::string> headers = auth_for(at.url);
       headers.push_back("Accept-Encoding: identity");
       if (have > 0) headers.push_back("Range: bytes=" + std::to_string(have) + "-");
-      std::ofstream out;
-      std::vector<char> buffer(size_t(1) << 20);  // writes of 1 MiB, not of each network read
-      std::optional<Sha256> hash;
+      std::optional<BlobWriter> out;  // writes and hashes on a thread of its own
       bool stopped = false;
       std::string write_error;
       const auto sink = [&](const char* data, size_t n, long status) {
-        if (!out.is_open()) {
-          out.rdbuf()->pubsetbuf(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-          // 200 to a Range request: the server sends it whole, so it is written from the start.
-          const bool append = status == 206;
-          out.open(partial, append ? std::ios::binary | std::ios::app : std::ios::binary | std::ios::trunc);
-          if (!out) return write_error = std::strerror(errno), false;
-          if (lfs) {
-            hash.emplace();
-            if (append && have > 0) hash_prefix(partial, have, *hash);
-          }
-        }
-        out.write(data, static_cast<std::streamsize>(n));
-        if (!out) return write_error = std::strerror(errno), false;
-        if (hash) hash->update(data, n);
+        // 200 to a Range request: the server sends it whole, so it is written from the start.
+        if (!out) out.emplace(partial, status == 206, lfs, have);
+        if (!out->write(data, n)) return write_error = out->error(), false;
         fetched += int64_t(n);
         moved(int64_t(n));
         try {
@@ -207,13 +183,15 @@ class Session {
         }
         return true;
       };
+      const auto finish = [&] {
+        if (out && !out->finish() && write_error.empty()) write_error = out->error();
+      };
       HttpResponse r;
       try {
         r = http_.get(at.url, headers, sink);
-        out.close();
-        if (!out && write_error.empty()) write_error = std::strerror(errno);
+        finish();
       } catch (const TransportError& e) {
-        out.close();
+        finish();
         if (stopped) throw config::Interrupted();
         if (!write_error.empty())
           throw HubError(o_.repo_id + ": cannot write " + partial.string() + " (" + write_error +
@@ -228,7 +206,7 @@ class Session {
         throw HubError(o_.repo_id + ": cannot write " + partial.string() + " (" + write_error +
                        "); the partial file is kept, and the next download resumes it");
       if (r.status == 200 || r.status == 206) {
-        if (hash) digest = hash->hex();
+        if (out && out->digest()) digest = out->digest();
         if (at.size < 0) break;
         continue;  // checks the size it reached (a connection closed early resumes)
       }

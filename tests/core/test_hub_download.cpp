@@ -61,7 +61,9 @@ class TestHubDownload : public QObject {
   // A fresh cache folder for one check.
   std::string freshCache() { return path("cache" + std::to_string(++cache_count_)); }
 
-  tbtest::ProcessResult download(const QStringList& args, const std::string& cache, const QStringList& env = {}) {
+  // `shell`: commands bash runs before it becomes the program (limits on the process).
+  tbtest::ProcessResult download(const QStringList& args, const std::string& cache, const QStringList& env = {},
+                                 const QString& shell = {}) {
     QProcess p;
     QProcessEnvironment e = QProcessEnvironment::systemEnvironment();
     e.insert("HF_ENDPOINT", server_->endpoint());
@@ -71,7 +73,8 @@ class TestHubDownload : public QObject {
     e.remove("HF_HUB_OFFLINE");
     for (const QString& kv : env) e.insert(kv.section('=', 0, 0), kv.section('=', 1));
     p.setProcessEnvironment(e);
-    p.start(cli_, QStringList{"download"} + args);
+    if (shell.isEmpty()) p.start(cli_, QStringList{"download"} + args);
+    else p.start("bash", QStringList{"-c", shell + "; exec \"$0\" download \"$@\"", cli_} + args);
     tbtest::ProcessResult r;
     if (!p.waitForFinished(120000)) {
       p.kill();
@@ -209,6 +212,34 @@ class TestHubDownload : public QObject {
     for (const auto& e : log())
       if (e["port"] == "cdn") ranges.push_back(e["range"].is_null() ? std::string("none") : e["range"].get<std::string>());
     QCOMPARE(ranges, (std::vector<std::string>{"none", "bytes=1000000-"}));
+  }
+
+  // A disk that fills mid-file (here a file-size limit on the process: writes past 1 MiB fail as on a full
+  // disk): one line naming the file that could not be written, the partial blob kept, nothing placed in the
+  // snapshot; the next download resumes from the bytes that were written.
+  void aFullDiskKeepsThePartialFile() {
+    const std::string cache = freshCache();
+    const auto full = download({"org/tiny", "--include", "*.safetensors"}, cache, {}, "trap '' XFSZ; ulimit -f 1024");
+    QCOMPARE(full.code, 1);
+    QVERIFY2(full.err.contains("cannot write ") && full.err.contains(".incomplete (File too large); the partial file is kept"),
+             qPrintable(full.err));
+    const fs::path blobs = fs::path(cache) / "models--org--tiny" / "blobs";
+    const fs::path partial = blobs / (sha256(weights_) + ".incomplete");
+    QVERIFY(fs::exists(partial));
+    const auto kept = int64_t(fs::file_size(partial));
+    QCOMPARE(kept, int64_t(1024 * 1024));
+    QVERIFY(!fs::exists(blobs / sha256(weights_)));
+    QVERIFY(!fs::exists(fs::path(cache) / "models--org--tiny" / "snapshots" / kCommitMain / "model.safetensors"));
+    clearLog();
+    const auto r = download({"org/tiny", "--include", "*.safetensors"}, cache);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QCOMPARE(tbtest::read_file((fs::path(cache) / "models--org--tiny" / "snapshots" / kCommitMain / "model.safetensors").string()),
+             weights_);
+    std::vector<std::string> ranges;
+    for (const auto& e : log())
+      if (e["port"] == "cdn") ranges.push_back(e["range"].is_null() ? std::string("none") : e["range"].get<std::string>());
+    QCOMPARE(ranges, (std::vector<std::string>{"bytes=" + std::to_string(kept) + "-"}));
+    QCOMPARE(result(r)["fetched"].get<int64_t>(), int64_t(weights_.size()) - kept);
   }
 
   // A rate limit (429 with Retry-After) and two 503s are waited out.
