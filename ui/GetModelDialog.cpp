@@ -1,5 +1,6 @@
 #include "GetModelDialog.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QElapsedTimer>
@@ -12,8 +13,11 @@
 #include <QThread>
 #include <QVBoxLayout>
 
+#include "ModelInfo.h"
+#include "checkpoint/hf_config.h"
 #include "config/interrupt.h"
 #include "hub/download.h"
+#include "hub/fetch_models.h"
 
 namespace tb::ui {
 
@@ -35,7 +39,8 @@ void GetModelDialog::JoinThread::operator()(QThread* thread) const {
 
 GetModelDialog::GetModelDialog(QWidget* parent)
     : QDialog(parent), repo_(new QComboBox(this)), revision_(new QLineEdit("main", this)), token_(new QLineEdit(this)),
-      progress_(new QProgressBar(this)), status_(new QLabel(this)), download_(new QPushButton("Download", this)),
+      saveToken_(new QCheckBox("Save it for every Hugging Face tool on this computer", this)),
+      progress_(new QProgressBar(this)), status_(new QLabel(this)), download_(new QPushButton("Check", this)),
       cancel_(new QPushButton("Cancel", this)) {
   setWindowTitle("Get a model from the Hugging Face Hub");
   repo_->setEditable(true);
@@ -44,9 +49,13 @@ GetModelDialog::GetModelDialog(QWidget* parent)
   revision_->setToolTip("A branch, tag or commit");
   token_->setEchoMode(QLineEdit::Password);
   token_->setPlaceholderText("only for private or gated repos (default: HF_TOKEN, or huggingface-cli login's)");
+  saveToken_->setToolTip(QString::fromStdString("Written to " + tb::hub::hf_home() + "/token (yours only), where "
+                                                "huggingface_hub and transformers read it"));
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  status_->setText("Downloads into the cache every Hugging Face tool shares; files already there are not fetched again.");
+  status_->setText("Check asks the Hub for the download's size and what training the model would need; nothing is "
+                   "fetched until you press Download. It downloads into the cache every Hugging Face tool shares; "
+                   "files already there are not fetched again.");
   progress_->setRange(0, 1000);
   progress_->setValue(0);
   cancel_->setEnabled(false);
@@ -55,6 +64,7 @@ GetModelDialog::GetModelDialog(QWidget* parent)
   form->addRow("Repo", repo_);
   form->addRow("Revision", revision_);
   form->addRow("Token", token_);
+  form->addRow("", saveToken_);
   auto* buttons = new QDialogButtonBox(this);
   buttons->addButton(download_, QDialogButtonBox::ActionRole);
   buttons->addButton(cancel_, QDialogButtonBox::RejectRole);
@@ -64,7 +74,10 @@ GetModelDialog::GetModelDialog(QWidget* parent)
   layout->addWidget(progress_);
   layout->addWidget(status_);
   layout->addWidget(buttons);
-  connect(download_, &QPushButton::clicked, this, &GetModelDialog::startDownload);
+  connect(download_, &QPushButton::clicked, this, [this] { checkedCurrent() ? startDownload() : check(); });
+  const auto changed = [this] { download_->setText(checkedCurrent() ? "Download" : "Check"); };
+  connect(repo_, &QComboBox::editTextChanged, this, changed);
+  connect(revision_, &QLineEdit::textChanged, this, changed);
   connect(cancel_, &QPushButton::clicked, this, [this] { stop_.store(true); });
   connect(close, &QPushButton::clicked, this, &GetModelDialog::reject);
 }
@@ -80,16 +93,102 @@ void GetModelDialog::reject() {
   QDialog::reject();
 }
 
+QString GetModelDialog::currentKey() const {
+  const QString revision = revision_->text().trimmed();
+  return repo_->currentText().trimmed() + "@" + (revision.isEmpty() ? QString("main") : revision);
+}
+
+void GetModelDialog::setRunning(bool running) {
+  running_ = running;
+  if (running) stop_.store(false);
+  download_->setEnabled(!running);
+  cancel_->setEnabled(running);
+}
+
+// The options of a check and a download alike: the files Tunebench reads (as a fetch on demand takes them).
+static tb::hub::DownloadOptions optionsOf(const QString& repo, const QString& revision, const QString& token) {
+  tb::hub::DownloadOptions options;
+  options.repo_id = repo.trimmed().toStdString();
+  options.revision = revision.trimmed().isEmpty() ? "main" : revision.trimmed().toStdString();
+  options.token = token.trimmed().toStdString();
+  options.exclude = tb::hub::kFetchExclude;
+  return options;
+}
+
+void GetModelDialog::check() {
+  if (running_) return;
+  const auto options = optionsOf(repo_->currentText(), revision_->text(), token_->text());
+  const QString key = currentKey();
+  setRunning(true);
+  status_->setText("Asking the Hub what " + repo_->currentText().trimmed() + " holds…");
+  QPointer<GetModelDialog> self(this);
+  std::atomic<bool>* stop = &stop_;
+  thread_.reset(QThread::create([self, options, stop, key] {
+    const config::InterruptScope cancellable(stop);
+    bool ok = false;
+    QString message, configJson;
+    qint64 toFetch = 0;
+    try {
+      const auto plan = tb::hub::plan_download(options);
+      ok = true;
+      toFetch = plan.bytes_to_fetch;
+      configJson = QString::fromStdString(plan.config_json);
+      message = QString("%1 at %2: %3 in %4 files, %5 of it to fetch.")
+                    .arg(QString::fromStdString(options.repo_id), QString::fromStdString(plan.commit.substr(0, 7)),
+                         formatBytes(double(plan.bytes)))
+                    .arg(plan.files)
+                    .arg(plan.bytes_to_fetch == 0 ? QString("none") : formatBytes(double(plan.bytes_to_fetch)));
+    } catch (const config::Interrupted&) {
+      message = "Cancelled.";
+    } catch (const std::exception& e) {
+      message = QString::fromStdString(e.what());
+    }
+    QMetaObject::invokeMethod(self, [self, ok, message, configJson, key, toFetch] {
+      if (self) self->onChecked(ok, message, configJson, key, toFetch);
+    }, Qt::QueuedConnection);
+  }));
+  thread_->start();
+}
+
+void GetModelDialog::onChecked(bool ok, const QString& message, const QString& configJson, const QString& key, qint64 toFetch) {
+  setRunning(false);
+  if (thread_) thread_->wait();
+  QString text = message;
+  if (ok) {
+    // What training it would need, from its config.json, before its weights are fetched.
+    if (configJson.isEmpty()) {
+      text += "\nIt has no config.json: it is no model Tunebench trains.";
+    } else {
+      try {
+        const auto args = tb::checkpoint::parse_hf_model_args(configJson.toStdString(),
+                                                            repo_->currentText().trimmed().toStdString() + "/config.json");
+        text += "\n" + describeArchitecture(args) + " · " + formatCount(args.parameter_count()) + " parameters";
+        if (fitEstimate_) text += "\n" + fitEstimate_(args);
+      } catch (const std::exception& e) {
+        text += "\nTunebench cannot train it: " + QString::fromStdString(e.what());
+      }
+    }
+    checkedKey_ = key;
+    download_->setText(toFetch == 0 ? "Open" : "Download " + formatBytes(double(toFetch)));
+  } else if (closeWhenStopped_) {
+    QDialog::reject();
+    return;
+  }
+  status_->setText(text);
+  Q_EMIT checked(ok, text);
+}
+
 void GetModelDialog::startDownload() {
   if (running_) return;
-  tb::hub::DownloadOptions options;
-  options.repo_id = repo_->currentText().trimmed().toStdString();
-  options.revision = revision_->text().trimmed().isEmpty() ? "main" : revision_->text().trimmed().toStdString();
-  options.token = token_->text().trimmed().toStdString();
-  running_ = true;
-  stop_.store(false);
-  download_->setEnabled(false);
-  cancel_->setEnabled(true);
+  const auto options = optionsOf(repo_->currentText(), revision_->text(), token_->text());
+  if (saveToken_->isChecked() && !options.token.empty()) try {
+      tb::hub::save_token(options.token);
+    } catch (const std::exception& e) {
+      status_->setText("The token was not saved: " + QString::fromStdString(e.what()));
+      Q_EMIT finished(false, status_->text());
+      return;
+    }
+  setRunning(true);
   status_->setText("Asking the Hub for " + repo_->currentText().trimmed() + "…");
   QPointer<GetModelDialog> self(this);
   std::atomic<bool>* stop = &stop_;
@@ -128,10 +227,8 @@ void GetModelDialog::startDownload() {
 }
 
 void GetModelDialog::onDone(bool ok, const QString& message, const QString& folder) {
-  running_ = false;
+  setRunning(false);
   if (thread_) thread_->wait();
-  download_->setEnabled(true);
-  cancel_->setEnabled(false);
   status_->setText(message);
   if (ok) {
     progress_->setValue(1000);

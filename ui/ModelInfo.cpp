@@ -13,8 +13,6 @@
 
 namespace tb::ui {
 
-namespace {
-
 QString familyLabel(tb::models::Family f) {
   switch (f) {
     case tb::models::Family::llama: return "Llama";
@@ -28,8 +26,6 @@ QString familyLabel(tb::models::Family f) {
   }
   return "?";
 }
-
-}  // namespace
 
 QString describeArchitecture(const tb::models::ModelArgs& a) {
   QStringList parts;
@@ -55,6 +51,11 @@ QString describeArchitecture(const tb::models::ModelArgs& a) {
 std::optional<MemoryEstimate> estimateOf(const ConfigDocument& doc, QString* error) {
   const auto args = modelArgsOf(doc, error);
   if (!args) return std::nullopt;
+  return estimateFor(doc, *args);
+}
+
+MemoryEstimate estimateFor(const ConfigDocument& doc, const tb::models::ModelArgs& model) {
+  const auto* args = &model;
   bool ok = false;
   int64_t batch = doc.scalar("batch_size").toLongLong(&ok);
   if (!ok) batch = 1;

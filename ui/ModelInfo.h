@@ -33,10 +33,13 @@ int64_t seqLenOf(const ConfigDocument& doc, const tb::models::ModelArgs& args);
 // One line about an architecture: its family, shape, and what the family does besides a Llama
 // ("Gemma 3 · dim 1152 · 26 layers · ... · sliding window 512 on 22 of 26 layers · q/k norms").
 QString describeArchitecture(const tb::models::ModelArgs& args);
+QString familyLabel(tb::models::Family family);  // "Llama", "Gemma 3", "Phi-3/4"
 
 // The estimate for the document's setup (its model, recipe, dtype, LoRA targets, batch, sequence length,
 // optimizer); nullopt with the reason when its model cannot be read.
 std::optional<MemoryEstimate> estimateOf(const ConfigDocument& doc, QString* error = nullptr);
+// The same for another model in the document's setup (a model not yet downloaded: "Get model…").
+MemoryEstimate estimateFor(const ConfigDocument& doc, const tb::models::ModelArgs& args);
 
 // A safetensors file as far as its header tells without reading the tensors: empty when the 8-byte
 // length, the JSON header and the data it announces are all there; else why not ("truncated: the header

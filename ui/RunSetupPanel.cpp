@@ -28,9 +28,11 @@
 #include <QVBoxLayout>
 
 #include "GetModelDialog.h"
+#include "LocalModelsDialog.h"
 #include "ModelInfo.h"
 #include "checkpoint/checkpoint_files.h"
 #include "checkpoint/hf_config.h"
+#include "compile/machine_info.h"
 #include "components/builtin.h"
 #include "config/registry.h"
 #include "config/user_dirs.h"
@@ -131,6 +133,8 @@ void RunSetupPanel::buildUi() {
   getModel_ = new QPushButton("Get model…", this);
   getModel_->setObjectName("getModelButton");
   getModel_->setToolTip("Download a model from the Hugging Face Hub into the cache every Hugging Face tool shares");
+  localModels_ = new QPushButton("On this computer…", this);
+  localModels_->setToolTip("The models in the Hugging Face cache that Tunebench can train, whoever downloaded them");
   modelInfo_ = new QLabel(this);
   modelInfo_->setWordWrap(true);
   weights_ = new QLabel(this);
@@ -234,6 +238,7 @@ void RunSetupPanel::buildUi() {
   modelRow->addWidget(model_, 1);
   modelRow->addWidget(openModel_);
   modelRow->addWidget(getModel_);
+  modelRow->addWidget(localModels_);
   modelLayout->addLayout(modelRow);
   modelLayout->addWidget(modelInfo_);
   modelLayout->addWidget(weights_);
@@ -333,11 +338,34 @@ void RunSetupPanel::connectEdits() {
   });
   connect(getModel_, &QPushButton::clicked, this, [this] {
     GetModelDialog dialog(this);
+    // What training another model as this setup stands would take, before it is fetched.
+    dialog.setFitEstimate([this](const tb::models::ModelArgs& args) {
+      const auto e = estimateFor(*doc_, args);
+      const auto m = tb::compile::machine_info();
+      QString text = QString("Training it as set up (%1, %2, batch %3 of %4 tokens) needs about %5")
+                         .arg(recipeKindLabel(doc_->recipeKind()), doc_->scalar("dtype", "fp32"))
+                         .arg(e.batch_size)
+                         .arg(e.seq_len)
+                         .arg(formatBytes(e.total_bytes()));
+      if (m.memory_total > 0)
+        text += QString("; this computer has %1 (%2 free)").arg(formatBytes(double(m.memory_total)), formatBytes(double(m.memory_available)));
+      if (m.memory_available > 0 && e.total_bytes() > double(m.memory_available))
+        text += ": it would not fit (QLoRA, a shorter sequence or a smaller model would need less)";
+      return text + ".";
+    });
     if (getModelHook_) getModelHook_(dialog);
     else dialog.exec();
     if (dialog.folder().isEmpty()) return;
     QString error;
     if (!openModelFolder(dialog.folder(), &error)) QMessageBox::warning(this, "Get model", error);
+  });
+  connect(localModels_, &QPushButton::clicked, this, [this] {
+    LocalModelsDialog dialog(this);
+    if (localModelsHook_) localModelsHook_(dialog);
+    else dialog.exec();
+    if (dialog.folder().isEmpty()) return;
+    QString error;
+    if (!openModelFolder(dialog.folder(), &error)) QMessageBox::warning(this, "Models on this computer", error);
   });
   connect(openModel_, &QPushButton::clicked, this, [this] {
     const QString dir = QFileDialog::getExistingDirectory(this, "Open a Hugging Face model folder");

@@ -24,6 +24,7 @@ class QTimer;
 namespace tb::ui {
 
 class GetModelDialog;
+class LocalModelsDialog;
 
 class RunSetupPanel : public QWidget {
   Q_OBJECT
@@ -71,6 +72,9 @@ class RunSetupPanel : public QWidget {
   QPushButton* getModelButton() const { return getModel_; }
   // Runs "Get model…"'s dialog instead of exec() (tests drive it); the folder it got is then opened.
   void setGetModelHook(std::function<void(GetModelDialog&)> hook) { getModelHook_ = std::move(hook); }
+  QPushButton* localModelsButton() const { return localModels_; }
+  // Runs "On this computer…"'s dialog instead of exec() (tests drive it); the folder it chose is opened.
+  void setLocalModelsHook(std::function<void(LocalModelsDialog&)> hook) { localModelsHook_ = std::move(hook); }
 
  Q_SIGNALS:
   void previewReady();
@@ -86,10 +90,12 @@ class RunSetupPanel : public QWidget {
 
   ConfigDocument* doc_;
   std::function<void(GetModelDialog&)> getModelHook_;
+  std::function<void(LocalModelsDialog&)> localModelsHook_;
   bool refreshing_ = false;
   QComboBox* model_;
   QPushButton* openModel_;
   QPushButton* getModel_;
+  QPushButton* localModels_;
   QLabel* modelInfo_;
   QLabel* weights_;
   QLabel* memory_;

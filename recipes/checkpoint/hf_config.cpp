@@ -245,6 +245,16 @@ models::ModelArgs read_hf_model_args(const std::string& path) {
   return model_args_from_hf_config(read_hf_config(path), config_file(path));  // messages name the file
 }
 
+models::ModelArgs parse_hf_model_args(const std::string& text, const std::string& source) {
+  nlohmann::json config;
+  try {
+    config = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception&) {
+    throw std::runtime_error(source + " is not valid JSON");
+  }
+  return model_args_from_hf_config(config, source);
+}
+
 namespace {
 struct ModelType {
   const char* name;

@@ -24,6 +24,8 @@ std::string config_file(const std::string& path);
 // Reads <folder>/config.json (or the file itself when `path` names a file).
 nlohmann::json read_hf_config(const std::string& path);
 models::ModelArgs read_hf_model_args(const std::string& path);
+// The same for config.json's text (a repo's, asked of the Hub before it is downloaded); `source` names it.
+models::ModelArgs parse_hf_model_args(const std::string& text, const std::string& source);
 
 // A config.json for `args` that Hugging Face transformers loads as its family's ...ForCausalLM.
 // model_type: a checkpointer.model_type (check_model_type); torch_dtype: "float32", "bfloat16" or

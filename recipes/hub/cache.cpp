@@ -45,15 +45,43 @@ std::string hub_cache_dir() {
   return dir.empty() ? hf_home() + "/hub" : expand_home(dir);
 }
 
+namespace {
+std::string token_path() { return env("HF_TOKEN_PATH").empty() ? hf_home() + "/token" : expand_home(env("HF_TOKEN_PATH")); }
+}  // namespace
+
 std::string stored_token() {
   if (const std::string token = trimmed(env("HF_TOKEN")); !token.empty()) return token;
-  const std::string path = env("HF_TOKEN_PATH").empty() ? hf_home() + "/token" : expand_home(env("HF_TOKEN_PATH"));
+  const std::string path = token_path();
   std::error_code ec;
   if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > 4096) return "";
   std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();
   return trimmed(ss.str());
+}
+
+void save_token(const std::string& token) {
+  const std::string clean = trimmed(token);
+  if (clean.empty() || clean.find_first_of(" \t\r\n") != std::string::npos) throw std::runtime_error("a token is one word");
+  const fs::path path = token_path();
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  // Written beside it and renamed over it: a reader never sees half a token.
+  const fs::path temporary = path.string() + ".tmp" + std::to_string(::getpid());
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error("cannot write " + temporary.string() + ": " + std::strerror(errno));
+  const bool written = ::write(fd, clean.data(), clean.size()) == ssize_t(clean.size());
+  const int saved_errno = errno;
+  if (::close(fd) != 0 || !written) {
+    fs::remove(temporary, ec);
+    throw std::runtime_error("cannot write " + temporary.string() + ": " + std::strerror(written ? errno : saved_errno));
+  }
+  fs::rename(temporary, path, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    fs::remove(temporary, ec);
+    throw std::runtime_error("cannot replace " + path.string() + ": " + why);
+  }
 }
 
 std::string repo_folder_name(RepoType type, const std::string& repo_id) {

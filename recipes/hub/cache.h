@@ -20,6 +20,9 @@ std::string hf_home();       // $HF_HOME, else $XDG_CACHE_HOME/huggingface, else
 std::string hub_cache_dir(); // $HF_HUB_CACHE, else hf_home()/hub
 // The token huggingface_hub would use: $HF_TOKEN, else the file $HF_TOKEN_PATH or hf_home()/token.
 std::string stored_token();
+// Saves `token` where huggingface_hub keeps it ($HF_TOKEN_PATH, else hf_home()/token; readable by this
+// user only, replaced whole), so every Hugging Face tool on this machine uses it. Throws std::runtime_error.
+void save_token(const std::string& token);
 
 // "models--org--name" / "datasets--org--name".
 std::string repo_folder_name(RepoType type, const std::string& repo_id);

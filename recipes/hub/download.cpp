@@ -150,6 +150,14 @@ class Session {
     throw HubError(o_.repo_id + ": too many redirects for " + file.path);
   }
 
+  // A small file's bytes whole (config.json): "" when the revision has no such file.
+  std::string read_small(const std::string& commit, const RemoteFile& file) {
+    const Located at = locate(commit, file);
+    const HttpResponse r = send("GET", at.url, file.path);
+    if (r.status != 200) fail(r, file.path);
+    return r.body;
+  }
+
   // Fetches `at` into `partial` (resumed from its size), then checks and returns the bytes fetched.
   int64_t fetch(const Located& at, const std::string& path, const fs::path& partial, const std::function<void(int64_t)>& moved) {
     // An LFS file's etag is its sha256: hashed as the bytes arrive, on the writer's thread (a resumed
@@ -413,6 +421,23 @@ DownloadResult download(const DownloadOptions& o, const std::function<void(const
   if (progress) progress(p);
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
+}
+
+DownloadPlan plan_download(const DownloadOptions& o) {
+  const fs::path cache_dir = o.cache_dir.empty() ? fs::path(hub_cache_dir()) : fs::path(o.cache_dir);
+  const RepoCache cache(cache_dir, o.type, o.repo_id);
+  Session hub(o);
+  const auto [commit, files] = hub.list_files();
+  DownloadPlan plan;
+  plan.commit = commit;
+  plan.files = files.size();
+  std::error_code ec;
+  for (const auto& f : files) {
+    plan.bytes += f.size;
+    if (!cache.has_file(commit, f.path) && !(!f.etag.empty() && fs::exists(cache.blob(f.etag), ec))) plan.bytes_to_fetch += f.size;
+    if (f.path == "config.json" && f.size < (int64_t(1) << 20)) plan.config_json = hub.read_small(commit, f);
+  }
+  return plan;
 }
 
 std::string progress_text(const DownloadProgress& p, double seconds) {

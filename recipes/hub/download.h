@@ -54,6 +54,18 @@ struct DownloadResult {
   double seconds = 0;
 };
 
+// What a download would bring, asked of the Hub before any file's bytes are fetched (the window's "Get
+// model…" shows it first): the commit, the files' total size and the part the cache lacks, and the repo's
+// config.json (a few KiB, fetched whole; "" when it has none) for a memory estimate.
+struct DownloadPlan {
+  std::string commit;
+  size_t files = 0;
+  int64_t bytes = 0;
+  int64_t bytes_to_fetch = 0;
+  std::string config_json;
+};
+DownloadPlan plan_download(const DownloadOptions& options);
+
 // One line for a progress display: "120.5 MiB of 1.2 GiB (9%), 48.1 MiB/s, 0:23 left: model.safetensors".
 // `seconds`: since the download began.
 std::string progress_text(const DownloadProgress& p, double seconds);

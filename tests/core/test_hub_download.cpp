@@ -92,6 +92,13 @@ class TestHubDownload : public QObject {
   nlohmann::json result(const tbtest::ProcessResult& r) { return nlohmann::json::parse(tbtest::last_line(r.out).toStdString()); }
 
   nlohmann::json log() { return server_->log(); }
+  // The Range header of each request to the CDN so far ("none" without one).
+  std::vector<std::string> cdnRanges() {
+    std::vector<std::string> ranges;
+    for (const auto& e : log())
+      if (e["port"] == "cdn") ranges.push_back(e["range"].is_null() ? std::string("none") : e["range"].get<std::string>());
+    return ranges;
+  }
   void clearLog() { server_->clearLog(); }
   void control(const nlohmann::json& faults) { server_->control(faults); }
 
@@ -208,9 +215,7 @@ class TestHubDownload : public QObject {
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QCOMPARE(tbtest::read_file((fs::path(cache) / "models--org--tiny" / "snapshots" / kCommitMain / "model.safetensors").string()),
              weights_);
-    std::vector<std::string> ranges;
-    for (const auto& e : log())
-      if (e["port"] == "cdn") ranges.push_back(e["range"].is_null() ? std::string("none") : e["range"].get<std::string>());
+    const auto ranges = cdnRanges();
     QCOMPARE(ranges, (std::vector<std::string>{"none", "bytes=1000000-"}));
   }
 
@@ -235,9 +240,7 @@ class TestHubDownload : public QObject {
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QCOMPARE(tbtest::read_file((fs::path(cache) / "models--org--tiny" / "snapshots" / kCommitMain / "model.safetensors").string()),
              weights_);
-    std::vector<std::string> ranges;
-    for (const auto& e : log())
-      if (e["port"] == "cdn") ranges.push_back(e["range"].is_null() ? std::string("none") : e["range"].get<std::string>());
+    const auto ranges = cdnRanges();
     QCOMPARE(ranges, (std::vector<std::string>{"bytes=" + std::to_string(kept) + "-"}));
     QCOMPARE(result(r)["fetched"].get<int64_t>(), int64_t(weights_.size()) - kept);
   }

@@ -1,12 +1,19 @@
-// "Get model…" on the Setup tab, against the loopback Hub server (tests/hub/fake_hub.py): a repo id is
-// downloaded on a thread into the Hugging Face cache and opened as the model (the config points at its
-// snapshot); a later window lists it among the models; Cancel stops a download that waits; a gated repo
-// says what to do.
+// "Get model…" and "On this computer…" on the Setup tab, against the loopback Hub server
+// (tests/hub/fake_hub.py): a repo id is checked (size, architecture, memory) before anything is fetched,
+// then downloaded on a thread into the Hugging Face cache and opened as the model (the config points at
+// its snapshot); a later window lists it among the models; Cancel stops a download that waits; a gated
+// repo says what to do and takes a token, saved where huggingface_hub reads it; the cache's trainable
+// models are listed with family, parameters and size, and open in one click.
 #include <QtTest>
 
 #include "test_main.h"
 
+#include <QCheckBox>
 #include <QComboBox>
+#include <QDir>
+#include <QFileInfo>
+#include <QLineEdit>
+#include <QTableWidget>
 #include <QLabel>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -16,8 +23,11 @@
 
 #include "ConfigDocument.h"
 #include "GetModelDialog.h"
+#include "LocalModelsDialog.h"
 #include "MainWindow.h"
+#include "ModelInfo.h"
 #include "RunSetupPanel.h"
+#include "checkpoint/hf_config.h"
 #include "fake_hub.h"
 #include "test_support.h"
 #include "window_test_support.h"
@@ -30,6 +40,7 @@ class TestGetModel : public QObject {
   Q_OBJECT
   QTemporaryDir dir_;
   std::unique_ptr<tbtest::FakeHub> server_;
+  std::function<void(tb::ui::GetModelDialog&)> checkedHook_;  // between the check and the download
 
   QString path(const QString& name) const { return dir_.filePath(name); }
 
@@ -39,8 +50,15 @@ class TestGetModel : public QObject {
     QString message;
     w.setupPanel()->setGetModelHook([&](tb::ui::GetModelDialog& d) {
       d.repoBox()->setEditText(repo);
+      QSignalSpy checked(&d, &tb::ui::GetModelDialog::checked);
+      d.downloadButton()->click();  // the first press checks
+      if (!checked.wait(60000) || !checked.first().at(0).toBool()) {
+        message = checked.isEmpty() ? QString("no answer") : checked.first().at(1).toString();
+        return;
+      }
+      if (checkedHook_) checkedHook_(d);
       QSignalSpy done(&d, &tb::ui::GetModelDialog::finished);
-      d.startDownload();
+      d.downloadButton()->click();  // the second downloads
       if (during) during(d);
       if (done.isEmpty() && !done.wait(120000)) return;
       ok = done.first().at(0).toBool();
@@ -93,7 +111,7 @@ class TestGetModel : public QObject {
   void cancelStopsADownload() {
     auto w = tbtest::defaultWindow();
     const QString before = w->document()->scalar("model.path");
-    server_->control({{"rate_limit", {{"/api/models/org/slow", 60}}}});
+    server_->control({{"rate_limit", {{"/org/slow/resolve/" + kCommit + "/model.safetensors", 60}}}});
     const auto [ok, message] = getModel(*w, "org/slow", [](tb::ui::GetModelDialog& d) {
       QTRY_VERIFY_WITH_TIMEOUT(d.running(), 10000);
       QTest::qWait(300);
@@ -104,11 +122,104 @@ class TestGetModel : public QObject {
     QCOMPARE(w->document()->scalar("model.path"), before);
   }
 
-  void aGatedRepoSaysWhatToDo() {
+  // A gated repo says what to do; with a token given and "save" ticked it downloads, and the token is where
+  // huggingface_hub reads it (HF_HOME/token, this user's only), so the next check needs no token typed.
+  void aGatedRepoSaysWhatToDoAndTakesAToken() {
     auto w = tbtest::defaultWindow();
     const auto [ok, message] = getModel(*w, "org/gated");
     QVERIFY(!ok);
     QVERIFY2(message.contains("org/gated is gated: accept its conditions at"), qPrintable(message));
+
+    const QString tokenFile = path("hf_home/token");
+    QFile::remove(tokenFile);
+    checkedHook_ = [](tb::ui::GetModelDialog& d) {};
+    w->setupPanel()->setGetModelHook([&](tb::ui::GetModelDialog& d) {
+      d.repoBox()->setEditText("org/gated");
+      d.tokenField()->setText("hf_accepted");
+      d.saveTokenBox()->setChecked(true);
+      QSignalSpy checked(&d, &tb::ui::GetModelDialog::checked);
+      d.downloadButton()->click();
+      QVERIFY(checked.wait(60000));
+      QVERIFY2(checked.first().at(0).toBool(), qPrintable(checked.first().at(1).toString()));
+      QSignalSpy done(&d, &tb::ui::GetModelDialog::finished);
+      d.downloadButton()->click();
+      QVERIFY(done.wait(60000));
+      QVERIFY2(done.first().at(0).toBool(), qPrintable(done.first().at(1).toString()));
+    });
+    w->setupPanel()->getModelButton()->click();
+    QCOMPARE(QString::fromStdString(tbtest::read_file(tokenFile.toStdString())), QString("hf_accepted"));
+    QCOMPARE(QFile::permissions(tokenFile) & (QFile::ReadGroup | QFile::ReadOther | QFile::WriteGroup | QFile::WriteOther),
+             QFileDevice::Permissions());
+    checkedHook_ = {};
+    const auto [again, why] = getModel(*w, "org/gated");  // no token typed: the saved one
+    QVERIFY2(again, qPrintable(why));
+    QFile::remove(tokenFile);
+  }
+
+  // Check tells, before any file's bytes are fetched, the size to fetch, the architecture and what training
+  // it as set up needs; the weights are fetched only by the second press. A repo already here has nothing
+  // to fetch.
+  void checkSaysSizeAndMemoryBeforeFetching() {
+    auto w = tbtest::defaultWindow();
+    qputenv("HF_HUB_CACHE", path("cache_check").toUtf8());
+    QString said;
+    server_->clearLog();
+    checkedHook_ = [&](tb::ui::GetModelDialog& d) {
+      said = d.status()->text();
+      QVERIFY2(d.downloadButton()->text().startsWith("Download 5"), qPrintable(d.downloadButton()->text()));
+      for (const auto& r : server_->log())  // the weights' bytes are on the CDN: not asked for yet
+        QVERIFY2(r["port"] != "cdn", r.dump().c_str());
+    };
+    const auto [ok, message] = getModel(*w, "org/base");
+    checkedHook_ = {};
+    QVERIFY2(ok, qPrintable(message));
+    QVERIFY2(said.contains("org/base at 4444444: 5.0") && said.contains("in 2 files, 5.0"), qPrintable(said));
+    QVERIFY2(said.contains("Llama · dim 128 · 4 layers"), qPrintable(said));
+    QVERIFY2(said.contains("Training it as set up (") && said.contains("needs about"), qPrintable(said));
+    int cdn = 0;
+    for (const auto& r : server_->log()) cdn += r["port"] == "cdn";
+    QCOMPARE(cdn, 1);  // the download's one fetch of the weights
+
+    w->setupPanel()->setGetModelHook([&](tb::ui::GetModelDialog& d) {
+      d.repoBox()->setEditText("org/base");
+      QSignalSpy checked(&d, &tb::ui::GetModelDialog::checked);
+      d.downloadButton()->click();
+      QVERIFY(checked.wait(60000));
+      QVERIFY2(checked.first().at(1).toString().contains("none of it to fetch"), qPrintable(checked.first().at(1).toString()));
+      QCOMPARE(d.downloadButton()->text(), QString("Open"));
+    });
+    w->setupPanel()->getModelButton()->click();
+  }
+
+  // "On this computer…" lists the cache's models Tunebench trains (family, parameters, size on disk),
+  // counts the others, and opens the one chosen.
+  void modelsOnThisComputer() {
+    const QString cache = path("cache_local");
+    qputenv("HF_HUB_CACHE", cache.toUtf8());
+    auto w = tbtest::defaultWindow();
+    const auto [ok, message] = getModel(*w, "org/base");
+    QVERIFY2(ok, qPrintable(message));
+    // Another tool's download of a model Tunebench does not train.
+    const QString other = cache + "/models--org--bert/snapshots/" + QString::fromStdString(kCommit);
+    QVERIFY(QDir().mkpath(other));
+    tbtest::write_file((other + "/config.json").toStdString(), R"({"model_type": "bert", "hidden_size": 8})");
+    w = tbtest::defaultWindow();  // a new window: its setup's own model
+    const QString before = w->document()->scalar("model.path");
+    QVERIFY(!before.contains("models--org--base"));
+    w->setupPanel()->setLocalModelsHook([&](tb::ui::LocalModelsDialog& d) {
+      QCOMPARE(d.table()->rowCount(), 1);
+      QCOMPARE(d.table()->item(0, 0)->text(), QString("org/base"));
+      QCOMPARE(d.table()->item(0, 1)->text(), QString("Llama"));
+      const auto args = tb::checkpoint::read_hf_model_args(std::string(TB_SOURCE_DIR) + "/resources/base_model");
+      QCOMPARE(d.table()->item(0, 2)->text(), tb::ui::formatCount(args.parameter_count()));
+      QCOMPARE(d.table()->item(0, 3)->text(), tb::ui::formatBytes(double(QFileInfo(QString(TB_SOURCE_DIR) + "/resources/base_model/model.safetensors").size() +
+                                                                     QFileInfo(QString(TB_SOURCE_DIR) + "/resources/base_model/config.json").size())));
+      QVERIFY2(d.note()->text().contains("Tunebench does not train 1 other repo there"), qPrintable(d.note()->text()));
+      d.openButton()->click();
+    });
+    w->setupPanel()->localModelsButton()->click();
+    QVERIFY2(w->document()->scalar("model.path").endsWith("models--org--base/snapshots/" + QString::fromStdString(kCommit)),
+             qPrintable(w->document()->scalar("model.path")));
   }
 };
 
