@@ -23,12 +23,20 @@ namespace tb::ui {
 
 namespace {
 
-// Models Tunebench trains whose weights fit a desktop: instruction-tuned where the family has one.
-const char* const kSuggested[] = {
-    "HuggingFaceTB/SmolLM2-135M-Instruct", "HuggingFaceTB/SmolLM2-360M-Instruct", "HuggingFaceTB/SmolLM2-1.7B-Instruct",
-    "Qwen/Qwen3-0.6B", "Qwen/Qwen3-1.7B", "Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-1.5B-Instruct",
-    "meta-llama/Llama-3.2-1B-Instruct", "meta-llama/Llama-3.2-3B-Instruct", "google/gemma-3-1b-it",
-    "microsoft/Phi-4-mini-instruct"};
+// Models Tunebench trains whose weights fit a desktop, instruction-tuned where the family has one, with
+// the engine's preset of each architecture (models/model_args.h): what the fit estimate reads before the
+// repo's own config.json is asked for.
+struct Suggestion {
+  const char* repo;
+  const char* preset;
+};
+const Suggestion kSuggested[] = {
+    {"HuggingFaceTB/SmolLM2-135M-Instruct", "smollm2_135m"}, {"HuggingFaceTB/SmolLM2-360M-Instruct", "smollm2_360m"},
+    {"HuggingFaceTB/SmolLM2-1.7B-Instruct", "smollm2_1_7b"}, {"Qwen/Qwen3-0.6B", "qwen3_0_6b_instruct"},
+    {"Qwen/Qwen3-1.7B", "qwen3_1_7b_instruct"},              {"Qwen/Qwen2.5-0.5B-Instruct", "qwen2_5_0_5b"},
+    {"Qwen/Qwen2.5-1.5B-Instruct", "qwen2_5_1_5b_instruct"}, {"meta-llama/Llama-3.2-1B-Instruct", "llama3_2_1b"},
+    {"meta-llama/Llama-3.2-3B-Instruct", "llama3_2_3b"},     {"google/gemma-3-1b-it", "gemma3_1b"},
+    {"microsoft/Phi-4-mini-instruct", "phi4_mini"}};
 
 }  // namespace
 
@@ -44,8 +52,7 @@ GetModelDialog::GetModelDialog(QWidget* parent)
       cancel_(new QPushButton("Cancel", this)) {
   setWindowTitle("Get a model from the Hugging Face Hub");
   repo_->setEditable(true);
-  for (const char* id : kSuggested) repo_->addItem(QString::fromLatin1(id));
-  repo_->setToolTip("A repo id (org/name): one of these, or any model Tunebench can train");
+  fillSuggestions();
   revision_->setToolTip("A branch, tag or commit");
   token_->setEchoMode(QLineEdit::Password);
   token_->setPlaceholderText("only for private or gated repos (default: HF_TOKEN, or huggingface-cli login's)");
@@ -91,6 +98,33 @@ void GetModelDialog::reject() {
     return;
   }
   QDialog::reject();
+}
+
+void GetModelDialog::setFitEstimate(std::function<Fit(const tb::models::ModelArgs&)> estimate) {
+  fitEstimate_ = std::move(estimate);
+  fillSuggestions();
+}
+
+// The suggested models that fit (all of them until an estimate is set), each with its estimate as a tip.
+void GetModelDialog::fillSuggestions() {
+  const QString typed = repo_->currentText();
+  repo_->clear();
+  int left_out = 0;
+  for (const auto& s : kSuggested) {
+    const auto args = tb::models::preset_args(s.preset);
+    const Fit fit = fitEstimate_ && args ? fitEstimate_(*args) : Fit{};
+    if (!fit.fits) {
+      ++left_out;
+      continue;
+    }
+    repo_->addItem(QString::fromLatin1(s.repo));
+    if (!fit.text.isEmpty()) repo_->setItemData(repo_->count() - 1, fit.text, Qt::ToolTipRole);
+  }
+  repo_->setToolTip(left_out == 0 ? QString("A repo id (org/name): one of these, or any model Tunebench can train")
+                                  : QString("A repo id (org/name): one of these, or any model Tunebench can train (%1 more "
+                                            "that Tunebench supports would not fit this computer as the run is set up)")
+                                        .arg(left_out));
+  if (!typed.isEmpty()) repo_->setEditText(typed);
 }
 
 QString GetModelDialog::currentKey() const {
@@ -163,7 +197,7 @@ void GetModelDialog::onChecked(bool ok, const QString& message, const QString& c
         const auto args = tb::checkpoint::parse_hf_model_args(configJson.toStdString(),
                                                             repo_->currentText().trimmed().toStdString() + "/config.json");
         text += "\n" + describeArchitecture(args) + " · " + formatCount(args.parameter_count()) + " parameters";
-        if (fitEstimate_) text += "\n" + fitEstimate_(args);
+        if (fitEstimate_) text += "\n" + fitEstimate_(args).text;
       } catch (const std::exception& e) {
         text += "\nTunebench cannot train it: " + QString::fromStdString(e.what());
       }

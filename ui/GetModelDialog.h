@@ -41,8 +41,13 @@ class GetModelDialog : public QDialog {
   bool running() const { return running_; }
   QString folder() const { return folder_; }
 
-  // What the setup would need with another model, in words (the panel's estimate).
-  void setFitEstimate(std::function<QString(const tb::models::ModelArgs&)> estimate) { fitEstimate_ = std::move(estimate); }
+  // What the setup would need with another model, in words, and whether that fits this computer (the
+  // panel's estimate). Setting it narrows the suggested models to those that fit.
+  struct Fit {
+    QString text;
+    bool fits = true;
+  };
+  void setFitEstimate(std::function<Fit(const tb::models::ModelArgs&)> estimate);
 
   // Download's first press: asks the Hub what the repo holds (checked() when answered).
   void check();
@@ -61,6 +66,7 @@ class GetModelDialog : public QDialog {
   void onDone(bool ok, const QString& message, const QString& folder);
   void onChecked(bool ok, const QString& message, const QString& configJson, const QString& key, qint64 toFetch);
   QString currentKey() const;
+  void fillSuggestions();
   void setRunning(bool running);
 
   QComboBox* repo_;
@@ -75,7 +81,7 @@ class GetModelDialog : public QDialog {
   bool closeWhenStopped_ = false;
   QString folder_;
   QString checkedKey_;  // repo@revision the last check answered
-  std::function<QString(const tb::models::ModelArgs&)> fitEstimate_;
+  std::function<Fit(const tb::models::ModelArgs&)> fitEstimate_;
   std::atomic<bool> stop_{false};
   struct JoinThread {
     void operator()(QThread* thread) const;

@@ -339,7 +339,7 @@ void RunSetupPanel::connectEdits() {
   connect(getModel_, &QPushButton::clicked, this, [this] {
     GetModelDialog dialog(this);
     // What training another model as this setup stands would take, before it is fetched.
-    dialog.setFitEstimate([this](const tb::models::ModelArgs& args) {
+    dialog.setFitEstimate([this](const tb::models::ModelArgs& args) -> GetModelDialog::Fit {
       const auto e = estimateFor(*doc_, args);
       const auto m = tb::compile::machine_info();
       QString text = QString("Training it as set up (%1, %2, batch %3 of %4 tokens) needs about %5")
@@ -349,9 +349,9 @@ void RunSetupPanel::connectEdits() {
                          .arg(formatBytes(e.total_bytes()));
       if (m.memory_total > 0)
         text += QString("; this computer has %1 (%2 free)").arg(formatBytes(double(m.memory_total)), formatBytes(double(m.memory_available)));
-      if (m.memory_available > 0 && e.total_bytes() > double(m.memory_available))
-        text += ": it would not fit (QLoRA, a shorter sequence or a smaller model would need less)";
-      return text + ".";
+      const bool fits = m.memory_available == 0 || e.total_bytes() <= double(m.memory_available);
+      if (!fits) text += ": it would not fit (QLoRA, a shorter sequence or a smaller model would need less)";
+      return {text + ".", fits};
     });
     if (getModelHook_) getModelHook_(dialog);
     else dialog.exec();

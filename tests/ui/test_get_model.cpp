@@ -191,6 +191,25 @@ class TestGetModel : public QObject {
     w->setupPanel()->getModelButton()->click();
   }
 
+  // The suggested models are those the estimate says fit (here: under a billion parameters, by the
+  // engine's preset of each), each with the estimate as its tip; the rest are counted in the box's tip.
+  void suggestionsAreTheModelsThatFit() {
+    tb::ui::GetModelDialog d;
+    QVERIFY(d.repoBox()->findText("meta-llama/Llama-3.2-3B-Instruct") >= 0);  // no estimate yet: all
+    d.setFitEstimate([](const tb::models::ModelArgs& args) {
+      return tb::ui::GetModelDialog::Fit{QString("needs %1").arg(args.parameter_count()), args.parameter_count() < 1000000000};
+    });
+    for (const char* fits : {"HuggingFaceTB/SmolLM2-135M-Instruct", "HuggingFaceTB/SmolLM2-360M-Instruct", "Qwen/Qwen2.5-0.5B-Instruct"})
+      QVERIFY2(d.repoBox()->findText(fits) >= 0, fits);
+    for (const char* big : {"HuggingFaceTB/SmolLM2-1.7B-Instruct", "meta-llama/Llama-3.2-1B-Instruct", "meta-llama/Llama-3.2-3B-Instruct",
+                            "microsoft/Phi-4-mini-instruct"})
+      QVERIFY2(d.repoBox()->findText(big) < 0, big);
+    const int small = d.repoBox()->findText("HuggingFaceTB/SmolLM2-135M-Instruct");
+    QVERIFY2(d.repoBox()->itemData(small, Qt::ToolTipRole).toString().startsWith("needs 1"),  // 134.5 M
+             qPrintable(d.repoBox()->itemData(small, Qt::ToolTipRole).toString()));
+    QVERIFY2(d.repoBox()->toolTip().contains("more that Tunebench supports would not fit this computer"), qPrintable(d.repoBox()->toolTip()));
+  }
+
   // "On this computer…" lists the cache's models Tunebench trains (family, parameters, size on disk),
   // counts the others, and opens the one chosen.
   void modelsOnThisComputer() {
