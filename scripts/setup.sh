@@ -37,9 +37,10 @@ packages=(
 package_packages=(dpkg-dev file)
 # The tests compare against independent references: PyTorch's Python front end, SentencePiece's,
 # Jinja2 (the renderer transformers uses for chat templates) and CRC-32C (TensorBoard's record checksums).
-# curl drives the loopback Hub server of the download tests (tests/hub/fake_hub.py).
+# curl drives the loopback Hub server of the download tests (tests/hub/fake_hub.py); openssl makes the
+# certificate of its HTTPS run.
 # The package test builds, lints, extracts and traces the package (tests/package).
-test_packages=(python3 python3-torch python3-numpy python3-sentencepiece python3-jinja2 python3-crc32c xvfb xauth time curl
+test_packages=(python3 python3-torch python3-numpy python3-sentencepiece python3-jinja2 python3-crc32c xvfb xauth time curl openssl
                "${package_packages[@]}" lintian strace desktop-file-utils appstream)
 
 step() { printf '==> %s\n' "$*"; }

@@ -198,6 +198,9 @@ class Session {
       try {
         r = http_.get(at.url, headers, sink);
         finish();
+      } catch (const CertificateError& e) {
+        finish();
+        throw certificate_refused(e);
       } catch (const TransportError& e) {
         finish();
         if (stopped) throw config::Interrupted();
@@ -246,6 +249,12 @@ class Session {
     return {"Authorization: Bearer " + token_};
   }
 
+  HubError certificate_refused(const CertificateError& e) const {
+    return HubError(o_.repo_id + ": the server's TLS certificate was not accepted: " + e.what() +
+                    "; a mirror with a certificate authority of its own needs REQUESTS_CA_BUNDLE naming that authority's "
+                    "certificate");
+  }
+
   static bool retryable(const HttpResponse& r) { return r.status == 429 || r.status >= 500; }
   static double backoff(int attempt) { return std::min(8.0, double(1 << std::min(attempt, 3))); }
   static double wait_for(const HttpResponse& r, int attempt) {
@@ -267,6 +276,8 @@ class Session {
           continue;
         }
         return r;
+      } catch (const CertificateError& e) {
+        throw certificate_refused(e);
       } catch (const TransportError& e) {
         if (attempt >= o_.retries)
           throw HubError(o_.repo_id + ": " + what + ": " + e.what() + " after " + std::to_string(attempt + 1) + " tries");

@@ -85,13 +85,24 @@ HttpResponse perform(void* handle, const std::string& method, const std::string&
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
   curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, 512L * 1024);
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "tunebench/" TUNEBENCH_VERSION);
+  for (const char* name : {"REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"})
+    if (const char* bundle = std::getenv(name); bundle && *bundle) {
+      curl_easy_setopt(curl, CURLOPT_CAINFO, bundle);
+      break;
+    }
+  char detail[CURL_ERROR_SIZE] = "";
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
   if (method == "HEAD") curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
   else if (method != "GET") curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
   const CURLcode code = curl_easy_perform(curl);
   curl_slist_free_all(list);
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);  // `detail` ends here
   if (code != CURLE_OK) {
     if (transfer.aborted && sink) throw TransportError("the transfer was stopped");
-    throw TransportError(std::string(curl_easy_strerror(code)) + " (" + url_origin(url) + ")");
+    const std::string why = (*detail ? std::string(detail) : std::string(curl_easy_strerror(code))) + " (" + url_origin(url) + ")";
+    if (code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CACERT_BADFILE || code == CURLE_SSL_ISSUER_ERROR)
+      throw CertificateError(why);
+    throw TransportError(why);
   }
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
   return response;

@@ -1,6 +1,8 @@
 // HTTP for the Hub client, through libcurl: one request at a time, redirects never followed here (the
 // caller decides whether a token may go along), proxies from the environment (http_proxy, https_proxy,
-// no_proxy) and TLS verified against the system's certificate authorities, as libcurl does by default.
+// no_proxy) and TLS verified against the system's certificate authorities, as libcurl does by default,
+// or against the bundle $REQUESTS_CA_BUNDLE, else $CURL_CA_BUNDLE, names (as huggingface_hub's requests
+// reads them: a mirror with a certificate authority of its own).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +17,10 @@ namespace tb::hub {
 // The connection failed or dropped (no complete HTTP response): worth retrying.
 struct TransportError : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+// The server's TLS certificate was not accepted: retrying cannot help.
+struct CertificateError : TransportError {
+  using TransportError::TransportError;
 };
 
 struct HttpResponse {

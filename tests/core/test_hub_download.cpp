@@ -54,6 +54,7 @@ class TestHubDownload : public QObject {
   QString cli_ = qEnvironmentVariable("TB_CLI");
   std::unique_ptr<tbtest::FakeHub> server_;
   std::string weights_;  // the LFS file's bytes
+  nlohmann::json repos_;  // what the loopback Hub serves
   int cache_count_ = 0;
 
   std::string path(const std::string& name) const { return dir_.filePath(QString::fromStdString(name)).toStdString(); }
@@ -113,7 +114,7 @@ class TestHubDownload : public QObject {
     const nlohmann::json model_files = {{"config.json", {{"text", kConfig}}},
                                         {"model.safetensors", {{"file", path("weights.bin")}, {"lfs", true}}},
                                         {"sub/dir/notes.txt", {{"text", "notes\n"}}}};
-    const nlohmann::json repos = {
+    repos_ = {
         {"repos",
          {{{"type", "model"}, {"id", "org/tiny"},
            {"commits", {{kCommitMain, {{"files", model_files}}},
@@ -134,7 +135,7 @@ class TestHubDownload : public QObject {
            {"commits", {{kCommitMain, {{"files", {{"config.json", {{"text", kConfig}}}}}}}}},
            {"refs", {{"main", kCommitMain}}}}}}};
     try {
-      server_ = std::make_unique<tbtest::FakeHub>(repos, dir_.path());
+      server_ = std::make_unique<tbtest::FakeHub>(repos_, dir_.path());
     } catch (const std::exception& e) {
       QFAIL(e.what());
     }
@@ -243,6 +244,38 @@ class TestHubDownload : public QObject {
     const auto ranges = cdnRanges();
     QCOMPARE(ranges, (std::vector<std::string>{"bytes=" + std::to_string(kept) + "-"}));
     QCOMPARE(result(r)["fetched"].get<int64_t>(), int64_t(weights_.size()) - kept);
+  }
+
+  // TLS is verified: a Hub (and CDN) whose certificate no system authority signed is refused at once,
+  // in one line that says what to do; with REQUESTS_CA_BUNDLE naming its certificate, the LFS file comes
+  // through both HTTPS hosts.
+  void tlsIsVerified() {
+    const QString cert = QString::fromStdString(path("tls_cert.pem")), key = QString::fromStdString(path("tls_key.pem"));
+    const auto made = tbtest::run_process("openssl", {"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                                                      "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "2"});
+    QVERIFY2(made.code == 0, qPrintable(made.err));
+    QDir().mkpath(QString::fromStdString(path("tls_hub")));
+    std::unique_ptr<tbtest::FakeHub> secure;
+    try {
+      secure = std::make_unique<tbtest::FakeHub>(repos_, QString::fromStdString(path("tls_hub")), cert, key);
+    } catch (const std::exception& e) {
+      QFAIL(e.what());
+    }
+    QVERIFY(secure->endpoint().startsWith("https://"));
+    const std::string cache = freshCache();
+    const auto refused = download({"org/tiny", "--include", "*.safetensors"}, cache, {"HF_ENDPOINT=" + secure->endpoint()});
+    QCOMPARE(refused.code, 1);
+    QVERIFY2(refused.err.contains("org/tiny: the server's TLS certificate was not accepted: ") &&
+                 refused.err.contains("REQUESTS_CA_BUNDLE") && !refused.err.contains("tries"),
+             qPrintable(refused.err));
+    const auto r = download({"org/tiny", "--include", "*.safetensors"}, cache,
+                            {"HF_ENDPOINT=" + secure->endpoint(), "REQUESTS_CA_BUNDLE=" + cert});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QCOMPARE(tbtest::read_file((fs::path(cache) / "models--org--tiny" / "snapshots" / kCommitMain / "model.safetensors").string()),
+             weights_);
+    int cdn = 0;
+    for (const auto& e : secure->log()) cdn += e["port"] == "cdn";
+    QCOMPARE(cdn, 1);  // the bytes came over the second HTTPS host
   }
 
   // A rate limit (429 with Retry-After) and two 503s are waited out.

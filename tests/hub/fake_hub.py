@@ -87,6 +87,7 @@ import os
 import secrets
 import signal
 import socket
+import ssl
 import sys
 import tempfile
 import threading
@@ -295,6 +296,7 @@ class State:
         self.server_error = {}  # path prefix -> remaining 503 responses
         self.corrupt = set()    # sha256/etag served with the first byte flipped
         self.cdn_port = None
+        self.scheme = "http"  # https with --tls
 
     def record(self, port, handler):
         entry = {"port": port, "method": handler.command, "path": handler.path,
@@ -773,7 +775,7 @@ class HubHandler(Handler):
         etag = f.etag()
         headers = [("X-Repo-Commit", sha), ("ETag", f'"{etag}"')]
         if f.lfs:
-            location = (f"http://127.0.0.1:{self.state.cdn_port}/blob/{etag}"
+            location = (f"{self.state.scheme}://127.0.0.1:{self.state.cdn_port}/blob/{etag}"
                         f"?sig={secrets.token_hex(8)}")
             self.send_bytes(302, b"", headers + [
                 ("Location", location),
@@ -830,6 +832,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description="Loopback fake of the Hugging Face Hub.")
     parser.add_argument("--repos", required=True, help="JSON file describing the repos")
     parser.add_argument("--port-file", required=True, help="where to write the ports")
+    parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"),
+                        help="serve HTTPS on both ports with this certificate and key")
     args = parser.parse_args(argv)
 
     state = State(load_repos(args.repos))
@@ -837,6 +841,13 @@ def main(argv=None):
     cdn = quiet_errors(ThreadingHTTPServer)(("127.0.0.1", 0), CdnHandler)
     hub.state = cdn.state = state
     state.cdn_port = cdn.server_address[1]
+    state.scheme = "http"
+    if args.tls:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls[0], args.tls[1])
+        for s in (hub, cdn):
+            s.socket = context.wrap_socket(s.socket, server_side=True)
+        state.scheme = "https"
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
