@@ -23,7 +23,7 @@ std::vector<MissingRepo> missing_repos(const config::Config& cfg) {
     if (fs::exists(config::resolve_input_path(value), ec)) continue;  // a folder of that name wins
     if (resolve_model_path(value, false) != config::resolve_input_path(value)) continue;  // cached
     const auto at = value.find('@');
-    MissingRepo repo{key, value.substr(0, at), at == std::string::npos ? "main" : value.substr(at + 1)};
+    MissingRepo repo{key, value, value.substr(0, at), at == std::string::npos ? "main" : value.substr(at + 1)};
     bool seen = false;
     for (const auto& r : out) seen = seen || (r.repo_id == repo.repo_id && r.revision == repo.revision);
     if (!seen) out.push_back(std::move(repo));
@@ -42,7 +42,8 @@ void fetch_missing_repos(const config::Config& cfg, const std::function<void(con
         if (progress) progress(repo, p);
       });
     } catch (const HubError& e) {
-      throw HubError(repo.key + ": " + e.what());
+      // It may have been meant as a folder here (a typo, or another working folder): say both.
+      throw HubError(repo.key + ": '" + repo.value + "' is no folder here; as a Hub repo id: " + e.what());
     }
   }
 }

@@ -19,6 +19,7 @@ extern const std::vector<std::string> kFetchExclude;
 
 struct MissingRepo {
   std::string key;       // the config key that names it: "model.path"
+  std::string value;     // as the config says it: "Qwen/Qwen3-0.6B@main"
   std::string repo_id;   // org/name
   std::string revision;  // "main" unless the value said @revision
 };

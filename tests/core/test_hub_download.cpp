@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -278,6 +279,44 @@ class TestHubDownload : public QObject {
     QCOMPARE(cdn, 1);  // the bytes came over the second HTTPS host
   }
 
+  // A proxy comes from the environment (http_proxy), as huggingface_hub's requests takes it: every request,
+  // to the Hub and to its CDN, goes through the loopback proxy (tests/hub/forward_proxy.py); the token
+  // reaches only the Hub's own URLs through it.
+  void aProxyFromTheEnvironment() {
+    const QString folder = QString::fromStdString(path("proxy"));
+    QDir().mkpath(folder);
+    QProcess proxy;
+    proxy.start(tbtest::reference_python(), {QString(TB_SOURCE_DIR) + "/tests/hub/forward_proxy.py", "--port-file",
+                                             folder + "/port.json", "--log", folder + "/log.jsonl"});
+    QVERIFY(proxy.waitForStarted());
+    for (int i = 0; i < 300 && !QFile::exists(folder + "/port.json"); ++i) QTest::qWait(100);
+    QVERIFY2(QFile::exists(folder + "/port.json"), qPrintable(QString::fromUtf8(proxy.readAllStandardError())));
+    const int port = nlohmann::json::parse(tbtest::read_file((folder + "/port.json").toStdString()))["proxy"].get<int>();
+    const std::string cache = freshCache();
+    const auto r = download({"org/tiny", "--include", "*.safetensors", "--token", "hf_good"}, cache,
+                            {QString("http_proxy=http://127.0.0.1:%1").arg(port), "no_proxy=", "NO_PROXY="});
+    proxy.terminate();
+    proxy.waitForFinished(10000);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QCOMPARE(tbtest::read_file((fs::path(cache) / "models--org--tiny" / "snapshots" / kCommitMain / "model.safetensors").string()),
+             weights_);
+    int hub = 0, cdn = 0;
+    std::istringstream lines(tbtest::read_file((folder + "/log.jsonl").toStdString()));
+    for (std::string line; std::getline(lines, line);) {
+      const auto e = nlohmann::json::parse(line);
+      const std::string url = e["url"];
+      if (url.rfind(server_->endpoint().toStdString() + "/", 0) == 0) {
+        ++hub;
+        QVERIFY2(e["authorization"].get<bool>(), line.c_str());
+      } else if (url.find(":" + std::to_string(server_->cdnPort()) + "/") != std::string::npos) {
+        ++cdn;
+        QVERIFY2(!e["authorization"].get<bool>(), line.c_str());
+      }
+    }
+    QVERIFY2(hub >= 2, qPrintable(QString("%1 Hub requests through the proxy").arg(hub)));  // the file list, the resolve
+    QCOMPARE(cdn, 1);
+  }
+
   // A rate limit (429 with Retry-After) and two 503s are waited out.
   void rateLimitsAndServerErrorsAreRetried() {
     const std::string cache = freshCache();
@@ -375,7 +414,8 @@ class TestHubDownload : public QObject {
 
     const auto offline = eval("org/base", {"HF_HUB_OFFLINE=1"});
     QCOMPARE(offline.code, 1);
-    QVERIFY2(offline.err.contains("model.path: org/base at 'main' is not in") && offline.err.contains("this is offline") &&
+    QVERIFY2(offline.err.contains("model.path: 'org/base' is no folder here; as a Hub repo id: org/base at 'main' is not in") &&
+                 offline.err.contains("this is offline") &&
                  offline.err.contains("run `tunebench-cli download org/base`"),
              qPrintable(offline.err));
     QVERIFY(!QDir(QString::fromStdString(cache + "/models--org--base/snapshots")).exists());
@@ -399,7 +439,9 @@ class TestHubDownload : public QObject {
 
     const auto missing = eval("org/other");
     QCOMPARE(missing.code, 1);
-    QVERIFY2(missing.err.contains("model.path: no model repo 'org/other' on " + server_->endpoint()), qPrintable(missing.err));
+    QVERIFY2(missing.err.contains("model.path: 'org/other' is no folder here; as a Hub repo id: no model repo 'org/other' on " +
+                                  server_->endpoint()),
+             qPrintable(missing.err));
 
     // A recipe run through the harness: its log says what the run waited for before it started.
     const std::string runCache = freshCache();
