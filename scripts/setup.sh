@@ -19,7 +19,8 @@ jobs=${TUNEBENCH_JOBS:-$(nproc)}
 # LibTorch already links, for the compile backend's matrix products. libgloo-dev: the headers of the Gloo
 # LibTorch links, which c10d's ProcessGroupGloo.hpp includes (the distributed recipes). libcurl and
 # libssl: the Hub client's HTTPS and the sha256 of downloaded files. help2man writes
-# the man pages from the programs' --help; rsvg-convert renders the icon's fixed sizes.
+# the man pages from the programs' --help; rsvg-convert renders the icon's fixed sizes. Snappy, zstd, LZ4,
+# Brotli and zlib: the codecs of Parquet dataset files (recipes/data/parquet_pages.cpp).
 packages=(
   build-essential cmake pkg-config
   libtorch-dev libopenblas0-openmp libdnnl-dev
@@ -30,6 +31,7 @@ packages=(
   libonig-dev libutf8proc-dev
   libgloo-dev
   libcurl4-openssl-dev libssl-dev
+  libsnappy-dev libzstd-dev liblz4-dev libbrotli-dev zlib1g-dev
   help2man librsvg2-bin
 )
 # The Debian package: dpkg-shlibdeps computes its dependencies (dpkg-dev), CPack's DEB generator reads
@@ -112,6 +114,17 @@ ensure_hub_reference() {
   fi
 }
 
+# The Parquet reader's tests compare it with DuckDB (@duckdb/node-api) and hyparquet-writer, pinned in
+# tests/reference/parquet_js/package-lock.json: they write the fixtures and DuckDB reads them back.
+ensure_parquet_reference() {
+  command -v node >/dev/null 2>&1 || install_missing nodejs npm
+  if [ ! -f tests/reference/parquet_js/node_modules/@duckdb/node-api/package.json ] ||
+     [ ! -f tests/reference/parquet_js/node_modules/hyparquet-writer/package.json ]; then
+    step "installing the Parquet reference (npm ci in tests/reference/parquet_js)"
+    (cd tests/reference/parquet_js && npm ci --no-audit --no-fund)
+  fi
+}
+
 build() {
   if [ ! -f build/CMakeCache.txt ]; then
     step "configuring build/ (Release)"
@@ -128,7 +141,7 @@ case "$mode" in
     step "starting build/bin/tunebench"
     exec build/bin/tunebench ;;
   test)
-    install_missing "${packages[@]}" "${test_packages[@]}"; ensure_openblas; ensure_tokenizers_reference; ensure_llama_cpp_reference; ensure_hub_reference; build
+    install_missing "${packages[@]}" "${test_packages[@]}"; ensure_openblas; ensure_tokenizers_reference; ensure_llama_cpp_reference; ensure_hub_reference; ensure_parquet_reference; build
     step "running the test suite"
     # Each test carries its own TIMEOUT (tests/CMakeLists.txt), which a --timeout here would not override.
     cd build && exec ctest --output-on-failure -j "$jobs" ;;
@@ -138,7 +151,7 @@ case "$mode" in
     (cd build && cpack -G DEB)
     step "$(ls build/tunebench_*_amd64.deb)" ;;
   sanitize)
-    install_missing "${packages[@]}" "${test_packages[@]}"; ensure_openblas; ensure_tokenizers_reference; ensure_llama_cpp_reference; ensure_hub_reference
+    install_missing "${packages[@]}" "${test_packages[@]}"; ensure_openblas; ensure_tokenizers_reference; ensure_llama_cpp_reference; ensure_hub_reference; ensure_parquet_reference
     shift
     exec scripts/sanitize.sh "$@" ;;
   fuzz)

@@ -94,7 +94,7 @@ QString datasetFileOf(const ConfigDocument& doc) {
 QStringList bundledDatasets() {
   const QDir dir(QString::fromStdString(tb::config::share_dir()) + "/resources/datasets");
   QStringList out;
-  for (const QFileInfo& f : dir.entryInfoList({"*.json", "*.jsonl", "*.csv", "*.tsv", "*.txt"}, QDir::Files, QDir::Name))
+  for (const QFileInfo& f : dir.entryInfoList({"*.json", "*.jsonl", "*.csv", "*.tsv", "*.txt", "*.parquet"}, QDir::Files, QDir::Name))
     out << f.absoluteFilePath();
   return out;
 }
@@ -376,7 +376,7 @@ void RunSetupPanel::connectEdits() {
   connect(dataset_, qOverload<int>(&QComboBox::activated), this, [this](int index) {
     QString path = dataset_->itemData(index).toString();
     if (path == kChooseFile) {
-      path = QFileDialog::getOpenFileName(this, "Dataset file", {}, "Data (*.json *.jsonl *.csv *.tsv *.txt)");
+      path = QFileDialog::getOpenFileName(this, "Dataset file", {}, "Data (*.json *.jsonl *.csv *.tsv *.txt *.parquet)");
       if (path.isEmpty()) {
         refreshFromDocument();
         return;
@@ -540,7 +540,10 @@ bool RunSetupPanel::useDatasetFile(const QString& path, QString* error) {
   // CLI's file:line message): instruction/output -> alpaca, messages/conversations -> chat, text -> text.
   const QString suffix = QFileInfo(path).suffix().toLower();
   const bool plainText = suffix == "txt";
-  const std::string source = plainText ? "text" : (suffix == "csv" || suffix == "tsv" || suffix == "tab") ? "csv" : "json";
+  const std::string source = plainText                                               ? "text"
+                             : (suffix == "csv" || suffix == "tsv" || suffix == "tab") ? "csv"
+                             : suffix == "parquet"                                     ? "parquet"
+                                                                                       : "json";
   QString component = "torchtune.datasets.text_completion_dataset";
   QVector<ConfigEdit> extra;
   try {

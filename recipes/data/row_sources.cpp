@@ -1,22 +1,44 @@
 #include "data/row_sources.h"
 
+#include <glob.h>
+
+#include <algorithm>
 #include <stdexcept>
 
 #include "config/config.h"
 #include "config/interrupt.h"
 #include "data/csv_rows.h"
+#include "data/parquet_rows.h"
 
 namespace tb::data {
 
 std::string local_source_problem(const std::string& source, bool has_data_files) {
-  if (source != "json" && source != "text" && source != "csv") {
+  if (source != "json" && source != "text" && source != "csv" && source != "parquet") {
     return "source '" + source +
            "' is a Hugging Face Hub dataset, which torchtune downloads; Tunebench reads local files only: download "
-           "a copy and use source: json (JSON array or JSON Lines), csv (CSV or TSV with a header row) or text (one "
-           "document a line), with data_files: <path>";
+           "a copy and use source: json (JSON array or JSON Lines), csv (CSV or TSV with a header row), parquet or "
+           "text (one document a line), with data_files: <path>";
   }
   if (!has_data_files) return "source: " + source + " needs data_files (a path or a list of paths)";
   return "";
+}
+
+std::vector<std::string> expand_data_files(const std::vector<std::string>& data_files) {
+  std::vector<std::string> files;
+  for (const auto& name : data_files) {
+    if (name.find_first_of("*?[") == std::string::npos) {
+      files.push_back(name);
+      continue;
+    }
+    glob_t found{};
+    const int status = ::glob(name.c_str(), GLOB_NOSORT, nullptr, &found);
+    std::vector<std::string> matches(found.gl_pathv, found.gl_pathv + (status == 0 ? found.gl_pathc : 0));
+    ::globfree(&found);
+    if (matches.empty()) throw std::invalid_argument("data_files '" + name + "' matches no file");
+    std::sort(matches.begin(), matches.end());  // shards in order: train-00000-of-00003 first
+    files.insert(files.end(), matches.begin(), matches.end());
+  }
+  return files;
 }
 
 std::vector<Row> load_rows(const std::string& source, const std::vector<std::string>& data_files,
@@ -26,11 +48,12 @@ std::vector<Row> load_rows(const std::string& source, const std::vector<std::str
   if (const std::string problem = local_source_problem(source, !data_files.empty()); !problem.empty())
     throw std::invalid_argument(problem);
   std::vector<Row> rows;
-  for (const auto& name : data_files) {
+  for (const auto& name : expand_data_files(data_files)) {
     const std::string path = config::resolve_input_path(name);
     std::vector<Row> part;
     if (source == "json") part = read_json_rows(path, name);
     else if (source == "csv") part = read_delimited_rows(path, name, delimiter.value_or(delimiter_for(name)));
+    else if (source == "parquet") part = read_parquet_rows(path, name);
     else part = read_text_rows(path, name);
     rows.insert(rows.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
   }

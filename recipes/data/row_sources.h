@@ -17,10 +17,16 @@ namespace tb::data {
 //   json  a JSON array of objects or JSON Lines (.json, .jsonl)
 //   csv   comma- or tab-separated with a header row (`delimiter`, default from the extension: .tsv is tab)
 //   text  one document a line: rows {"text": line}
-// `data_files` are local paths (see config::resolve_input_path). A Hub dataset name as source is refused with a
-// message saying how to point at a local file. Throws std::invalid_argument / DataError.
+//   parquet  every column of each row (data/parquet_rows.h)
+// `data_files` are local paths (see config::resolve_input_path), or glob patterns (`data/train-*.parquet`:
+// the matches in name order). A Hub dataset name as source is refused with a message saying how to point
+// at a local file. Throws std::invalid_argument / DataError / ParquetError.
 std::vector<Row> load_rows(const std::string& source, const std::vector<std::string>& data_files,
                            const std::string& split = "train", std::optional<char> delimiter = std::nullopt);
+
+// data_files with each glob pattern replaced by its matches, sorted; a pattern that matches nothing throws
+// std::invalid_argument.
+std::vector<std::string> expand_data_files(const std::vector<std::string>& data_files);
 
 // Why `source` (with or without data_files) cannot be read here, or "": a Hub dataset name is something
 // torchtune downloads; Tunebench reads local files only and says how to point at a local copy.
