@@ -332,11 +332,11 @@ std::shared_ptr<Dataset> maybe_pack(std::shared_ptr<Dataset> ds, bool packed, bo
 std::vector<ArgSpec> source_args(const char* default_source, bool source_required) {
   return {
       arg("source", ArgType::String,
-          "json (JSON array or JSON Lines), csv (CSV/TSV with a header row) or text (one document a line); "
+          "json (JSON array or JSON Lines), csv (CSV/TSV with a header row), parquet or text (one document a line); "
           "Hub names are not available offline")
           .must_be_set(source_required)
           .or_default(default_source),
-      arg("data_files", ArgType::Any, "a local file or a list of them").or_null().or_default("null"),
+      arg("data_files", ArgType::Any, "a local file, a glob (data/train-*.parquet) or a list of them").or_null().or_default("null"),
       arg("split", ArgType::String, "local files have only 'train'").or_default("train"),
       arg("delimiter", ArgType::String, "source: csv: the field separator (default: tab for .tsv, else comma)")
           .or_null()
