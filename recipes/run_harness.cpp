@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "components/builtin.h"
+#include "components/hub_datasets.h"
 #include "config/interrupt.h"
 #include "config/schema.h"
 #include "hub/fetch_models.h"
@@ -15,22 +16,24 @@ namespace tb {
 
 namespace {
 
-// A model the config names by Hub repo id and the cache lacks is fetched first; the log says what the run
-// waits for, once a tenth.
+// A model the config names by Hub repo id and the cache lacks, and the files of a Hub dataset it names, are
+// fetched first; the log says what the run waits for, once a tenth.
 void fetch_models(const config::Config& cfg, training::MetricLogger& log) {
   const auto start = std::chrono::steady_clock::now();
   std::string repo;
   int64_t tenth = -1;
-  hub::fetch_missing_repos(cfg, [&](const hub::MissingRepo& r, const hub::DownloadProgress& p) {
-    if (r.repo_id != repo) repo = r.repo_id, tenth = -1;
+  const auto report = [&](const std::string& id, const std::string& what, const hub::DownloadProgress& p) {
+    if (id != repo) repo = id, tenth = -1;
     const int64_t now = p.bytes_total > 0 ? p.bytes_done * 10 / p.bytes_total : 0;
     if (now == tenth) return;
     tenth = now;
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     log.log_event({{"event", "info"},
-                   {"message", "waiting for " + r.repo_id + " (" + r.key + ") from the Hub: " + hub::progress_text(p, seconds)},
-                   {"download", {{"repo", r.repo_id}, {"bytes_done", p.bytes_done}, {"bytes_total", p.bytes_total}}}});
-  });
+                   {"message", "waiting for " + id + " (" + what + ") from the Hub: " + hub::progress_text(p, seconds)},
+                   {"download", {{"repo", id}, {"bytes_done", p.bytes_done}, {"bytes_total", p.bytes_total}}}});
+  };
+  hub::fetch_missing_repos(cfg, [&](const hub::MissingRepo& r, const hub::DownloadProgress& p) { report(r.repo_id, r.key, p); });
+  components::fetch_config_datasets(cfg, [&](const std::string& id, const hub::DownloadProgress& p) { report(id, "dataset", p); });
 }
 
 }  // namespace

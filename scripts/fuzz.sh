@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzing as a habit: libFuzzer targets (tests/fuzz/fuzz_*.cpp) over the torch-free parsers a user's
 # files reach: the YAML config loader with overrides, tokenizer.json, tiktoken files (Llama 3's
-# tokenizer.model), chat templates, config.json, dataset rows and safetensors headers. Built with clang-14 under AddressSanitizer and UndefinedBehaviorSanitizer.
+# tokenizer.model), chat templates, config.json, dataset rows, safetensors headers and Parquet files. Built with clang-14 under AddressSanitizer and UndefinedBehaviorSanitizer.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   fuzz each target for SECONDS (default 60), all targets by default
 #   scripts/fuzz.sh --regressions          only replay tests/fuzz/regressions/<target>/* (what fuzzing found)
 # Seeds: the project's own files of each kind (bundled configs, tokenizer fixtures, chat templates, model
@@ -18,7 +18,7 @@ regressions_only=0
 seconds=60
 if [ "${1:-}" = "--regressions" ]; then regressions_only=1; shift; elif [[ "${1:-}" =~ ^[0-9]+$ ]]; then seconds=$1; shift; fi
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(config tokenizer_json tiktoken chat_template hf_config json_rows safetensors)
+[ ${#targets[@]} -gt 0 ] || targets=(config tokenizer_json tiktoken chat_template hf_config json_rows safetensors parquet)
 
 cxx=${CXX_FUZZ:-clang++-14}
 command -v "$cxx" >/dev/null || { echo "fuzz.sh: $cxx not found: apt-get install clang-14 libclang-rt-14-dev" >&2; exit 1; }
@@ -26,12 +26,13 @@ out=${FUZZ_OUT:-build-fuzz}  # FUZZ_OUT: another folder, for a second run beside
 mkdir -p "$out/obj" "$out/bin" "$out/findings"
 flags=(-std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
        -Irecipes $(pkg-config --cflags oniguruma libutf8proc yaml-cpp))
-libs=($(pkg-config --libs oniguruma libutf8proc yaml-cpp))
+libs=($(pkg-config --libs oniguruma libutf8proc yaml-cpp snappy libzstd liblz4 libbrotlidec zlib))
 
 # The torch-free engine sources the targets reach, each compiled once (make-style: only when newer).
 sources=(recipes/config/*.cpp recipes/text/*.cpp recipes/checkpoint/hf_config.cpp recipes/checkpoint/safetensors_header.cpp
          recipes/models/model_args.cpp
-         recipes/data/json_rows.cpp recipes/data/dataset.cpp recipes/data/bpe_tokenizer.cpp recipes/data/tokenizer.cpp)
+         recipes/data/json_rows.cpp recipes/data/dataset.cpp recipes/data/bpe_tokenizer.cpp recipes/data/tokenizer.cpp
+         recipes/data/parquet_thrift.cpp recipes/data/parquet_pages.cpp recipes/data/parquet_reader.cpp)
 objects=()
 pids=()
 for src in "${sources[@]}"; do
@@ -55,6 +56,7 @@ seed_files() {
     hf_config) find resources tests/data -name config.json ;;
     json_rows) ls resources/datasets/*.json* tests/data/datasets/*.json* 2>/dev/null ;;
     safetensors) find resources tests/data -name '*.safetensors' -size -64k ;;
+    parquet) ;;  # tests/fuzz/seeds/parquet: small files DuckDB wrote (flat and nested, several codecs)
   esac
 }
 

@@ -9,9 +9,11 @@
 #include "components/builtin.h"
 #include "config/config.h"
 #include "config/registry.h"
+#include "components/hub_datasets.h"
 #include "data/bpe_tokenizer.h"
 #include "data/family_tokenizers.h"
 #include "data/hf_tokenizer.h"
+#include "data/hub_dataset_layout.h"
 #include "data/json_rows.h"
 #include "data/sentencepiece_tokenizer.h"
 #include "data/row_sources.h"
@@ -337,7 +339,11 @@ std::vector<ArgSpec> source_args(const char* default_source, bool source_require
           .must_be_set(source_required)
           .or_default(default_source),
       arg("data_files", ArgType::Any, "a local file, a glob (data/train-*.parquet) or a list of them").or_null().or_default("null"),
-      arg("split", ArgType::String, "local files have only 'train'").or_default("train"),
+      arg("split", ArgType::String,
+          "the split, with Hugging Face's slicing (train[:95%], train[95%:], train[10:20]); local files have only 'train'")
+          .or_default("train"),
+      arg("name", ArgType::String, "a Hub dataset's config (its card's configs:); default: the card's default").or_null().or_default("null"),
+      arg("data_dir", ArgType::String, "a Hub dataset's folder to read (relative to the repo)").or_null().or_default("null"),
       arg("delimiter", ArgType::String, "source: csv: the field separator (default: tab for .tsv, else comma)")
           .or_null()
           .or_default("null"),
@@ -358,7 +364,7 @@ std::optional<char> delimiter(const Args& args) {
 
 // What the dataset components read from their source arguments.
 struct RowSource {
-  std::string source, split;
+  std::string source, split, name, data_dir;
   std::vector<std::string> files;
   std::optional<char> delimiter;
   bool skip_bad_rows = false;
@@ -366,10 +372,27 @@ struct RowSource {
   explicit RowSource(const Args& a)
       : source(a.get_string("source")),
         split(a.get_string("split")),
+        name(optional_string(a, "name").value_or("")),
+        data_dir(optional_string(a, "data_dir").value_or("")),
         files(data_files(a)),
         delimiter(tb::components::delimiter(a)),
         skip_bad_rows(a.get_bool("skip_bad_rows")) {}
-  std::vector<Row> rows() const { return load_rows(source, files, split, delimiter); }
+  // Each part of the split expression, sliced as Hugging Face datasets slices it, one after the other.
+  std::vector<Row> rows() const {
+    std::vector<Row> out;
+    for (const auto& part : data::parse_split(split).parts) {
+      std::vector<Row> all;
+      if (is_local_format(source)) {
+        all = load_rows(source, files, part.split, delimiter);
+      } else {
+        HubDatasetRequest r{source, name, part.split, data_dir, files};
+        all = hub_dataset_rows(r, delimiter);
+      }
+      const auto [begin, end] = data::slice_bounds(part, int64_t(all.size()));
+      for (int64_t i = begin; i < end; ++i) out.push_back(std::move(all[size_t(i)]));
+    }
+    return out;
+  }
   DatasetOrigin origin(const std::string& component) const { return {component, files_text(files), skip_bad_rows}; }
 };
 
@@ -385,7 +408,9 @@ config::ComponentSpec dataset_spec(const char* name, const char* alias, std::vec
     const YAML::Node source = node["source"], files = node["data_files"];
     const bool has_files = files && !files.IsNull() && !(files.IsSequence() && files.size() == 0);
     *argument = source ? "source" : "";
-    return local_source_problem(source && source.IsScalar() ? source.Scalar() : default_source, has_files);
+    const std::string named = source && source.IsScalar() ? source.Scalar() : default_source;
+    if (!is_local_format(named)) return std::string();  // a Hub dataset: fetched and resolved when built
+    return local_source_problem(named, has_files);
   };
   return spec;
 }

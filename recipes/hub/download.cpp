@@ -445,6 +445,7 @@ DownloadPlan plan_download(const DownloadOptions& o) {
   std::error_code ec;
   for (const auto& f : files) {
     plan.bytes += f.size;
+    plan.paths.push_back(f.path);
     if (!cache.has_file(commit, f.path) && !(!f.etag.empty() && fs::exists(cache.blob(f.etag), ec))) plan.bytes_to_fetch += f.size;
     if (f.path == "config.json" && f.size < (int64_t(1) << 20)) plan.config_json = hub.read_small(commit, f);
   }

@@ -62,6 +62,7 @@ struct DownloadPlan {
   size_t files = 0;
   int64_t bytes = 0;
   int64_t bytes_to_fetch = 0;
+  std::vector<std::string> paths;  // the files, repo-relative
   std::string config_json;
 };
 DownloadPlan plan_download(const DownloadOptions& options);

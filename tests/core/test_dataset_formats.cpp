@@ -80,12 +80,23 @@ class TestDatasetFormats : public QObject {
     const std::string files = "source: json\ndata_files: " + fixture("alpaca_small.json") + "\n";
     compare_samples(*build("_component_: torchtune.datasets.alpaca_cleaned_dataset\n" + files),
                     *build("_component_: alpaca_dataset\n" + files));
+    // Its default source, a Hub dataset, offline and not in the cache: the download to run.
+    const QByteArray offline = qgetenv("HF_HUB_OFFLINE"), cache = qgetenv("HF_HUB_CACHE");
+    QTemporaryDir empty;
+    qputenv("HF_HUB_OFFLINE", "1");
+    qputenv("HF_HUB_CACHE", empty.path().toUtf8());
     try {
       build("_component_: alpaca_cleaned_dataset");
-      QFAIL("a Hub source was accepted");
+      QFAIL("a Hub source not in the cache was read offline");
     } catch (const std::exception& e) {
-      QVERIFY2(std::string(e.what()).find("'yahma/alpaca-cleaned' is a Hugging Face Hub dataset") != std::string::npos, e.what());
+      QVERIFY2(std::string(e.what()).find("dataset yahma/alpaca-cleaned is not in the cache") != std::string::npos &&
+                   std::string(e.what()).find("run `tunebench-cli download yahma/alpaca-cleaned --repo-type dataset`") != std::string::npos,
+               e.what());
     }
+    if (offline.isNull()) qunsetenv("HF_HUB_OFFLINE");
+    else qputenv("HF_HUB_OFFLINE", offline);
+    if (cache.isNull()) qunsetenv("HF_HUB_CACHE");
+    else qputenv("HF_HUB_CACHE", cache);
   }
 
   void badCsvRowNamesItsLine() {

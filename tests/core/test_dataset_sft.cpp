@@ -55,7 +55,16 @@ Ids expected_labels(const Ids& tokens, const std::vector<bool>& trained) {
 
 class TestDatasetSft : public QObject {
   Q_OBJECT
+  QTemporaryDir emptyCache_;
+
  private Q_SLOTS:
+  // A Hub dataset named by a config is looked for in an empty cache, offline: this machine's cache and
+  // network stay out of these tests.
+  void initTestCase() {
+    qputenv("HF_HUB_OFFLINE", "1");
+    qputenv("HF_HUB_CACHE", emptyCache_.path().toUtf8());
+  }
+
   void alpacaPromptFormat() {
     QCOMPARE(tb::data::alpaca_prompt("Add the two numbers.", "4 + 9"),
              std::string("Below is an instruction that describes a task, paired with an input that provides further "
@@ -209,8 +218,10 @@ class TestDatasetSft : public QObject {
     QTest::newRow("two users") << chat + fixture("chat_two_users.jsonl")
                                << fixture("chat_two_users.jsonl") + ":1: two user messages in a row";
     QTest::newRow("no file") << alpaca + "no/such/file.json" << std::string("no/such/file.json: cannot open data file");
+    // A Hub dataset (alpaca_dataset's default source), offline and not in the cache (init: HF_HUB_OFFLINE, an
+    // empty HF_HUB_CACHE): the download to run.
     QTest::newRow("hub source") << std::string("_component_: alpaca_dataset")
-                                << std::string("source 'tatsu-lab/alpaca' is a Hugging Face Hub dataset");
+                                << std::string("dataset tatsu-lab/alpaca is not in the cache");
   }
   void badRowsNameFileAndLine() {
     QFETCH(std::string, yaml);

@@ -1,0 +1,186 @@
+#include "components/hub_datasets.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "data/hub_dataset_layout.h"
+#include "data/row_sources.h"
+#include "hub/cache.h"
+
+namespace fs = std::filesystem;
+
+namespace tb::components {
+
+namespace {
+
+const char* const kConvertedRevision = "refs/convert/parquet";
+
+bool offline() {
+  const char* v = std::getenv("HF_HUB_OFFLINE");
+  const std::string s = v ? v : "";
+  return s == "1" || s == "true" || s == "TRUE" || s == "True" || s == "yes" || s == "on";
+}
+
+std::string format_source(data::DataFormat f) {
+  switch (f) {
+    case data::DataFormat::Parquet: return "parquet";
+    case data::DataFormat::Json: return "json";
+    case data::DataFormat::Csv: return "csv";
+    case data::DataFormat::Text: return "text";
+  }
+  return "json";
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> files_under(const fs::path& folder) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(folder, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+    if (fs::is_regular_file(it->path(), ec)) out.push_back(it->path().lexically_relative(folder).generic_string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool has_root_script(const std::vector<std::string>& paths) {
+  return std::any_of(paths.begin(), paths.end(), [](const std::string& p) {
+    return p.find('/') == std::string::npos && p.size() > 3 && p.compare(p.size() - 3, 3, ".py") == 0;
+  });
+}
+
+// The Hub's Parquet copy of a script dataset keeps each config in a folder of its own: `name:`, else the
+// only one (or "default").
+std::string converted_config_dir(const std::string& repo, const std::vector<std::string>& paths, const std::string& name) {
+  std::vector<std::string> dirs;
+  for (const auto& p : paths)
+    if (const auto slash = p.find('/'); slash != std::string::npos) dirs.push_back(p.substr(0, slash));
+  std::sort(dirs.begin(), dirs.end());
+  dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
+  if (!name.empty()) {
+    if (std::find(dirs.begin(), dirs.end(), name) != dirs.end()) return name;
+  } else if (dirs.size() == 1) {
+    return dirs[0];
+  } else if (std::find(dirs.begin(), dirs.end(), "default") != dirs.end()) {
+    return "default";
+  }
+  std::string list;
+  for (const auto& d : dirs) list += (list.empty() ? "" : ", ") + d;
+  throw std::invalid_argument(repo + (name.empty() ? ": name: which config? Its Parquet copy holds " : ": no config '" + name + "' in its Parquet copy (configs: ") +
+                              list + (name.empty() ? "" : ")"));
+}
+
+struct Located {
+  fs::path snapshot;
+  data::ResolvedSplit split;
+};
+
+// The split's files in the cache: offline from the snapshot refs/<revision> names; online the Hub's file
+// list, then the card, then those files (a file already cached is not fetched again).
+Located locate(const HubDatasetRequest& r, const std::string& revision, const HubProgress& progress) {
+  const std::string& data_dir = r.data_dir;
+  if (offline()) {
+    const hub::RepoCache cache(hub::hub_cache_dir(), hub::RepoType::Dataset, r.repo);
+    const auto commit = cache.commit_of(revision);
+    std::error_code ec;
+    if (!commit || !fs::is_directory(cache.snapshot(*commit), ec))
+      throw hub::HubError("dataset " + r.repo + " is not in the cache (" + hub::hub_cache_dir() +
+                          ") and this is offline: run `tunebench-cli download " + r.repo + " --repo-type dataset` where the Hub can be reached");
+    const fs::path snapshot = cache.snapshot(*commit);
+    const auto paths = files_under(snapshot);
+    const std::string readme = fs::exists(snapshot / "README.md") ? read_text(snapshot / "README.md") : std::string();
+    return {snapshot, data::resolve_dataset_split(r.repo, paths, readme, r.config_name, r.split, data_dir, r.data_files)};
+  }
+  hub::DownloadOptions o;
+  o.repo_id = r.repo;
+  o.type = hub::RepoType::Dataset;
+  o.revision = revision;
+  const auto report = [&](const hub::DownloadProgress& p) {
+    if (progress) progress(r.repo, p);
+  };
+  const hub::DownloadPlan plan = hub::plan_download(o);
+  std::string readme;
+  if (std::find(plan.paths.begin(), plan.paths.end(), "README.md") != plan.paths.end()) {
+    o.include = {"README.md"};
+    readme = read_text(fs::path(hub::download(o).folder) / "README.md");
+  }
+  Located at;
+  at.split = data::resolve_dataset_split(r.repo, plan.paths, readme, r.config_name, r.split, data_dir, r.data_files);
+  o.include = at.split.files;
+  at.snapshot = hub::download(o, report).folder;
+  return at;
+}
+
+Located locate_any(const HubDatasetRequest& r, const HubProgress& progress) {
+  try {
+    return locate(r, "main", progress);
+  } catch (const std::invalid_argument& e) {
+    // A dataset defined by a loading script: the Hub's Parquet conversion is what can be read.
+    const std::string what = e.what();
+    if (what.find("loading script") == std::string::npos) throw;
+    HubDatasetRequest converted = r;
+    hub::DownloadOptions o;
+    o.repo_id = r.repo;
+    o.type = hub::RepoType::Dataset;
+    o.revision = kConvertedRevision;
+    std::vector<std::string> paths;
+    if (offline()) {
+      const hub::RepoCache cache(hub::hub_cache_dir(), hub::RepoType::Dataset, r.repo);
+      const auto commit = cache.commit_of(kConvertedRevision);
+      if (!commit) throw hub::HubError(what + ", which is not in the cache and this is offline");
+      paths = files_under(cache.snapshot(*commit));
+    } else {
+      paths = hub::plan_download(o).paths;
+    }
+    converted.data_dir = converted_config_dir(r.repo, paths, r.config_name);
+    converted.config_name.clear();
+    return locate(converted, kConvertedRevision, progress);
+  }
+}
+
+}  // namespace
+
+bool is_local_format(const std::string& source) {
+  return source == "json" || source == "csv" || source == "text" || source == "parquet";
+}
+
+std::vector<data::Row> hub_dataset_rows(const HubDatasetRequest& request, std::optional<char> delimiter,
+                                        const HubProgress& progress) {
+  const Located at = locate_any(request, progress);
+  std::vector<std::string> files;
+  for (const auto& f : at.split.files) files.push_back((at.snapshot / f).string());
+  return data::load_rows(format_source(at.split.format), files, "train", delimiter);
+}
+
+void fetch_config_datasets(const config::Config& cfg, const HubProgress& progress) {
+  const YAML::Node dataset = cfg.at("dataset");
+  std::vector<YAML::Node> nodes;
+  if (dataset.IsMap()) nodes.push_back(dataset);
+  if (dataset.IsSequence())
+    for (const auto& d : dataset) nodes.push_back(d);
+  for (const auto& d : nodes) {
+    if (!d.IsMap() || !d["source"] || !d["source"].IsScalar() || is_local_format(d["source"].Scalar())) continue;
+    HubDatasetRequest r;
+    r.repo = d["source"].Scalar();
+    if (d["name"] && d["name"].IsScalar()) r.config_name = d["name"].Scalar();
+    if (d["data_dir"] && d["data_dir"].IsScalar()) r.data_dir = d["data_dir"].Scalar();
+    if (d["data_files"] && d["data_files"].IsScalar()) r.data_files = {d["data_files"].Scalar()};
+    if (d["data_files"] && d["data_files"].IsSequence())
+      for (const auto& f : d["data_files"]) r.data_files.push_back(f.Scalar());
+    const std::string split = d["split"] && d["split"].IsScalar() ? d["split"].Scalar() : "train";
+    for (const auto& part : data::parse_split(split).parts) {
+      r.split = part.split;
+      locate_any(r, progress);
+    }
+  }
+}
+
+}  // namespace tb::components

@@ -1,0 +1,41 @@
+// `source: org/name` in a dataset component, as torchtune passes it to Hugging Face's load_dataset: the
+// dataset repo's snapshot in the shared Hugging Face cache, fetched on demand (only the files the config
+// and split read; offline, the cache only), its files chosen as datasets chooses them
+// (data/hub_dataset_layout.h: the card's configs, data_dir, data_files, default split patterns), read in
+// their format (Parquet, JSON/JSONL, CSV/TSV, text). A repo that holds only a loading script is read from
+// its refs/convert/parquet revision, where the Hub keeps a Parquet copy.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "data/json_rows.h"
+#include "hub/download.h"
+
+namespace tb::components {
+
+// json, csv, text, parquet: files named by data_files; anything else names a Hub dataset repo.
+bool is_local_format(const std::string& source);
+
+struct HubDatasetRequest {
+  std::string repo;         // org/name
+  std::string config_name;  // `name:`; "" = the card's default
+  std::string split = "train";  // a split name (slices are the caller's)
+  std::string data_dir;
+  std::vector<std::string> data_files;
+};
+
+using HubProgress = std::function<void(const std::string& repo, const hub::DownloadProgress&)>;
+
+// The split's rows, in datasets' order. Throws std::invalid_argument / hub::HubError / data errors, one line.
+std::vector<data::Row> hub_dataset_rows(const HubDatasetRequest& request, std::optional<char> delimiter,
+                                        const HubProgress& progress = {});
+
+// Fetches what the config's Hub datasets (dataset:, a map or a list of them) read, before the run builds
+// them, so that its log can say what it waits for.
+void fetch_config_datasets(const config::Config& cfg, const HubProgress& progress);
+
+}  // namespace tb::components
