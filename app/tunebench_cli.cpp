@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli_bench_read.h"
 #include "cli_download.h"
 
 #include "bench/compile_bench.h"
@@ -499,6 +500,7 @@ struct Args {
   tb::inference::GenerateOptions generate;
   tb::bench::StepBenchOptions bench;
   tb::bench::TokenizeBenchOptions tokenize;
+  tb::bench::ReadBenchOptions read;
   TokenizeArgs tokenize_lines;
   tb::exporting::GgufExportOptions gguf;
   std::string checkpoint;
@@ -613,6 +615,7 @@ int run_cli(int argc, char** argv) {
   bench_tokenize->add_option("--file", a.tokenize.text_path, "text file, encoded whole")->required();
   bench_tokenize->add_option("--threads", a.tokenize.threads, "encode that many parts at once")->capture_default_str();
   bench_tokenize->add_option("--runs", a.tokenize.runs, "timed runs after a warm-up")->capture_default_str();
+  CLI::App* bench_read = add_bench_read_command(*bench, a.read);
 
   CLI::App* export_cmd = app.add_subcommand("export", "take a model out of Tunebench");
   export_cmd->require_subcommand(1);
@@ -667,6 +670,7 @@ int run_cli(int argc, char** argv) {
   if (*bench_step) return cmd_bench_step(a.config, a.overrides, a.recipe, a.bench, a.progress_lines);
   if (*bench_compile) return cmd_bench_compile(a.config, a.overrides, a.bench);
   if (*bench_tokenize) return cmd_bench_tokenize(a.tokenize);
+  if (*bench_read) return cmd_bench_read(a.read);
   if (*export_gguf) return cmd_export_gguf(a.config, a.checkpoint, a.overrides, a.gguf);
   if (*download) return cmd_download(download_args);
   return fail("no command given (see --help)");
