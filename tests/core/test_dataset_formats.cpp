@@ -13,6 +13,7 @@
 #include "data/csv_rows.h"
 #include "data/dataset.h"
 #include "data/sentencepiece_tokenizer.h"
+#include "dataset_checks.h"
 
 using tb::data::DatasetFactory;
 using tb::data::kIgnoreIndex;
@@ -36,13 +37,7 @@ std::string alpaca(const std::string& source, const std::string& file, const std
   return "_component_: alpaca_dataset\nsource: " + source + "\ndata_files: " + fixture(file.c_str()) + "\n" + extra;
 }
 
-void compare_samples(const tb::data::Dataset& a, const tb::data::Dataset& b) {
-  QCOMPARE(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    QCOMPARE(a.get(i).tokens, b.get(i).tokens);
-    QCOMPARE(a.get(i).labels, b.get(i).labels);
-  }
-}
+using tbtest::compare_samples;
 
 }  // namespace
 

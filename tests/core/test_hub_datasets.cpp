@@ -14,7 +14,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
@@ -23,6 +22,7 @@
 #include "config/registry.h"
 #include "data/dataset.h"
 #include "data/sentencepiece_tokenizer.h"
+#include "dataset_checks.h"
 #include "fake_hub.h"
 #include "node_reference.h"
 #include "test_support.h"
@@ -43,13 +43,7 @@ std::shared_ptr<tb::data::Dataset> build(const std::string& yaml) {
   return tb::components::builtin().build<tb::data::DatasetFactory>(YAML::Load(yaml))({tok, 0});
 }
 
-void compare_samples(const tb::data::Dataset& a, const tb::data::Dataset& b) {
-  QCOMPARE(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    QCOMPARE(a.get(i).tokens, b.get(i).tokens);
-    QCOMPARE(a.get(i).labels, b.get(i).labels);
-  }
-}
+using tbtest::compare_samples;
 
 }  // namespace
 
@@ -201,13 +195,7 @@ class TestHubDatasets : public QObject {
       p.waitForFinished(300000);
       return std::make_pair(p.exitCode(), tbtest::read_file(out + "/logs/metrics.jsonl"));
     };
-    const auto losses = [](const std::string& log) {
-      std::vector<double> out;
-      std::istringstream lines(log);
-      for (std::string line; std::getline(lines, line);)
-        if (const auto e = nlohmann::json::parse(line); e.contains("loss") && e.contains("step")) out.push_back(e["loss"].get<double>());
-      return out;
-    };
+    const auto losses = tbtest::step_losses;
     const auto [local_code, local_log] = run({}, path("run_local"), QString::fromStdString(path("cache_run")));
     QCOMPARE(local_code, 0);
     const auto [hub_code, hub_log] = run({"dataset.source=org/alpaca-cleaned", "dataset.data_files=null"}, path("run_hub"),

@@ -16,13 +16,12 @@
 #include <cstring>
 #include <filesystem>
 
-#include <sstream>
-
 #include <nlohmann/json.hpp>
 
 #include "data/parquet_reader.h"
 #include "data/parquet_thrift.h"
 #include "data/row_sources.h"
+#include "dataset_checks.h"
 #include "node_reference.h"
 #include "test_support.h"
 
@@ -301,11 +300,7 @@ class TestParquet : public QObject {
                                                            "output_dir=" + QString::fromStdString(out), "epochs=1",
                                                            "max_steps_per_epoch=3", "num_threads=1"} + dataset);
       p.waitForFinished(300000);
-      std::vector<double> out_losses;
-      std::istringstream lines(tbtest::read_file(out + "/logs/metrics.jsonl"));
-      for (std::string line; std::getline(lines, line);)
-        if (const auto e = json::parse(line); e.contains("loss") && e.contains("step")) out_losses.push_back(e["loss"].get<double>());
-      return out_losses;
+      return tbtest::step_losses(tbtest::read_file(out + "/logs/metrics.jsonl"));
     };
     const auto from_json = losses({}, path("run_json"));
     const auto from_parquet = losses({"dataset.source=parquet", "dataset.data_files=" + QString::fromStdString(shards) + "/train-*.parquet"},
