@@ -344,6 +344,7 @@ std::vector<ArgSpec> source_args(const char* default_source, bool source_require
           .or_default("train"),
       arg("name", ArgType::String, "a Hub dataset's config (its card's configs:); default: the card's default").or_null().or_default("null"),
       arg("data_dir", ArgType::String, "a Hub dataset's folder to read (relative to the repo)").or_null().or_default("null"),
+      arg("field", ArgType::String, "JSON: the key of a top-level object whose list holds the records").or_null().or_default("null"),
       arg("delimiter", ArgType::String, "source: csv: the field separator (default: tab for .tsv, else comma)")
           .or_null()
           .or_default("null"),
@@ -364,7 +365,7 @@ std::optional<char> delimiter(const Args& args) {
 
 // What the dataset components read from their source arguments.
 struct RowSource {
-  std::string source, split, name, data_dir;
+  std::string source, split, name, data_dir, field;
   std::vector<std::string> files;
   std::optional<char> delimiter;
   bool skip_bad_rows = false;
@@ -374,6 +375,7 @@ struct RowSource {
         split(a.get_string("split")),
         name(optional_string(a, "name").value_or("")),
         data_dir(optional_string(a, "data_dir").value_or("")),
+        field(optional_string(a, "field").value_or("")),
         files(data_files(a)),
         delimiter(tb::components::delimiter(a)),
         skip_bad_rows(a.get_bool("skip_bad_rows")) {}
@@ -383,10 +385,10 @@ struct RowSource {
     for (const auto& part : data::parse_split(split).parts) {
       std::vector<Row> all;
       if (is_local_format(source)) {
-        all = load_rows(source, files, part.split, delimiter);
+        all = load_rows(source, files, part.split, delimiter, field);
       } else {
         HubDatasetRequest r{source, name, part.split, data_dir, files};
-        all = hub_dataset_rows(r, delimiter);
+        all = hub_dataset_rows(r, delimiter, field);
       }
       const auto [begin, end] = data::slice_bounds(part, int64_t(all.size()));
       for (int64_t i = begin; i < end; ++i) out.push_back(std::move(all[size_t(i)]));

@@ -153,11 +153,12 @@ bool is_local_format(const std::string& source) {
 }
 
 std::vector<data::Row> hub_dataset_rows(const HubDatasetRequest& request, std::optional<char> delimiter,
-                                        const HubProgress& progress) {
+                                        const std::string& field, const HubProgress& progress) {
   const Located at = locate_any(request, progress);
   std::vector<std::string> files;
   for (const auto& f : at.split.files) files.push_back((at.snapshot / f).string());
-  return data::load_rows(format_source(at.split.format), files, "train", delimiter);
+  const std::string source = format_source(at.split.format);
+  return data::load_rows(source, files, "train", delimiter, source == "json" ? field : std::string());
 }
 
 void fetch_config_datasets(const config::Config& cfg, const HubProgress& progress) {

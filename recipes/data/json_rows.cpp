@@ -137,6 +137,28 @@ std::vector<Row> read_json_rows(const std::string& path, const std::string& disp
   return parse_json_rows(read_all(path, display_name), display_name);
 }
 
+std::vector<Row> read_json_field_rows(const std::string& path, const std::string& display_name, const std::string& field) {
+  // The whole document, under the rows' limits (one level deeper: the records sit inside it).
+  const Row doc = parse_row(read_all(path, display_name), display_name, 1);
+  if (!doc.error.empty()) throw DataError(display_name, doc.line, doc.error);
+  if (!doc.value.is_object()) throw DataError(display_name, 1, "field: '" + field + "' needs a JSON object at the top, with the records under that key");
+  const auto records = doc.value.find(field);
+  if (records == doc.value.end() || !records->is_array())
+    throw DataError(display_name, 1, "field: no list of records under the key '" + field + "'");
+  // Records are named by their place in that list ("data.json (field 'data'):5: ..."): the parser keeps no lines.
+  std::vector<Row> rows;
+  rows.reserve(records->size());
+  int index = 0;
+  for (const auto& value : *records) {
+    Row row;
+    row.value = value;
+    row.file = display_name + " (field '" + field + "')";
+    row.line = ++index;
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 std::vector<Row> read_text_rows(const std::string& path, const std::string& display_name) {
   // Read as a stream, a line at a time: a file is never held twice, and a line too long never at all.
   if (const auto what = config::not_a_regular_file(path)) throw DataError(display_name, 0, *what);

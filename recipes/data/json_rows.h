@@ -38,6 +38,9 @@ struct Row {
 // with `error` set (the dataset reports or skips it); a file that cannot be read, or an array whose
 // brackets do not close, throws DataError.
 std::vector<Row> read_json_rows(const std::string& path, const std::string& display_name);
+// Records under one key of a JSON object ({"version": 1, "data": [...]}), as Hugging Face datasets'
+// load_dataset("json", field="data") reads them; each row named by its place in that list.
+std::vector<Row> read_json_field_rows(const std::string& path, const std::string& display_name, const std::string& field);
 std::vector<Row> parse_json_rows(const std::string& text, const std::string& display_name);
 
 // Plain text, one document a line (empty lines skipped): rows {"text": line}.

@@ -42,7 +42,7 @@ std::vector<std::string> expand_data_files(const std::vector<std::string>& data_
 }
 
 std::vector<Row> load_rows(const std::string& source, const std::vector<std::string>& data_files,
-                           const std::string& split, std::optional<char> delimiter) {
+                           const std::string& split, std::optional<char> delimiter, const std::string& field) {
   if (split != "train" && !split.empty())
     throw std::invalid_argument("split '" + split + "': local files have only the 'train' split");
   if (const std::string problem = local_source_problem(source, !data_files.empty()); !problem.empty())
@@ -51,7 +51,8 @@ std::vector<Row> load_rows(const std::string& source, const std::vector<std::str
   for (const auto& name : expand_data_files(data_files)) {
     const std::string path = config::resolve_input_path(name);
     std::vector<Row> part;
-    if (source == "json") part = read_json_rows(path, name);
+    if (!field.empty() && source != "json") throw std::invalid_argument("field: only source: json has records under a key");
+    if (source == "json") part = field.empty() ? read_json_rows(path, name) : read_json_field_rows(path, name, field);
     else if (source == "csv") part = read_delimited_rows(path, name, delimiter.value_or(delimiter_for(name)));
     else if (source == "parquet") part = read_parquet_rows(path, name);
     else part = read_text_rows(path, name);

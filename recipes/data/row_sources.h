@@ -21,8 +21,10 @@ namespace tb::data {
 // `data_files` are local paths (see config::resolve_input_path), or glob patterns (`data/train-*.parquet`:
 // the matches in name order). A Hub dataset name as source is refused with a message saying how to point
 // at a local file. Throws std::invalid_argument / DataError / ParquetError.
+// `field`: json only, the key of a top-level object whose list holds the records.
 std::vector<Row> load_rows(const std::string& source, const std::vector<std::string>& data_files,
-                           const std::string& split = "train", std::optional<char> delimiter = std::nullopt);
+                           const std::string& split = "train", std::optional<char> delimiter = std::nullopt,
+                           const std::string& field = {});
 
 // data_files with each glob pattern replaced by its matches, sorted; a pattern that matches nothing throws
 // std::invalid_argument.

@@ -14,6 +14,7 @@
 #include "data/dataset.h"
 #include "data/sentencepiece_tokenizer.h"
 #include "dataset_checks.h"
+#include "test_support.h"
 
 using tb::data::DatasetFactory;
 using tb::data::kIgnoreIndex;
@@ -92,6 +93,32 @@ class TestDatasetFormats : public QObject {
     else qputenv("HF_HUB_OFFLINE", offline);
     if (cache.isNull()) qunsetenv("HF_HUB_CACHE");
     else qputenv("HF_HUB_CACHE", cache);
+  }
+
+  // `field:` (load_dataset("json", field="data")): records under a key of a top-level object read as the
+  // same records in a plain array; a key that holds no list, or a file that is no object, says so.
+  void jsonRecordsUnderAField() {
+    QTemporaryDir dir;
+    const std::string records = tbtest::read_file(fixture("alpaca_small.json"));
+    const std::string wrapped = dir.filePath("wrapped.json").toStdString();
+    tbtest::write_file(wrapped, "{\"version\": \"1.0\", \"data\": " + records + "}");
+    compare_samples(*build("_component_: alpaca_dataset\nsource: json\nfield: data\ndata_files: " + wrapped),
+                    *build(alpaca("json", "alpaca_small.json")));
+    for (const auto& [field, message] : {std::pair<std::string, std::string>{"version", "no list of records under the key 'version'"},
+                                         {"missing", "no list of records under the key 'missing'"}}) {
+      try {
+        build("_component_: alpaca_dataset\nsource: json\nfield: " + field + "\ndata_files: " + wrapped);
+        QFAIL("a field without records was read");
+      } catch (const std::exception& e) {
+        QVERIFY2(std::string(e.what()).find(wrapped + ":1: field: " + message) != std::string::npos, e.what());
+      }
+    }
+    try {
+      build("_component_: alpaca_dataset\nsource: json\nfield: data\ndata_files: " + fixture("alpaca_small.json"));
+      QFAIL("an array was read as an object");
+    } catch (const std::exception& e) {
+      QVERIFY2(std::string(e.what()).find("needs a JSON object at the top") != std::string::npos, e.what());
+    }
   }
 
   void badCsvRowNamesItsLine() {
