@@ -165,6 +165,7 @@ class Session {
     const bool lfs = at.etag.size() == 64;
     std::optional<std::string> digest;
     int64_t fetched = 0;
+    if (at.size == 0) std::ofstream(partial, std::ios::binary | std::ios::trunc);  // an empty file: no bytes to ask for
     for (int attempt = 0;; ++attempt) {
       std::error_code ec;
       const int64_t have = fs::exists(partial, ec) ? int64_t(fs::file_size(partial, ec)) : 0;

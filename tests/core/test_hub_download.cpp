@@ -129,6 +129,9 @@ class TestHubDownload : public QObject {
            {"commits", {{kCommitMain, {{"files", {{"train.jsonl", {{"text", "{\"text\": \"hi\"}\n"}}}}}}}}},
            {"refs", {{"main", kCommitMain}}}},
           {{"type", "model"}, {"id", "org/renamed"}, {"renamed_to", "org/tiny"}},
+          {{"type", "model"}, {"id", "org/empty-file"},
+           {"commits", {{kCommitMain, {{"files", {{"config.json", {{"text", kConfig}}}, {"pkg/__init__.py", {{"text", ""}}}}}}}}},
+           {"refs", {{"main", kCommitMain}}}},
           {{"type", "model"}, {"id", "org/private"}, {"private", true},
            {"commits", {{kCommitMain, {{"files", {{"config.json", {{"text", kConfig}}}}}}}}},
            {"refs", {{"main", kCommitMain}}}},
@@ -315,6 +318,20 @@ class TestHubDownload : public QObject {
     }
     QVERIFY2(hub >= 2, qPrintable(QString("%1 Hub requests through the proxy").arg(hub)));  // the file list, the resolve
     QCOMPARE(cdn, 1);
+  }
+
+  // An empty file (a package's __init__.py) is placed as an empty blob (it failed as "has -1 bytes": no byte
+  // ever arrived to create the partial file); a second download finds it there.
+  void anEmptyFile() {
+    const std::string cache = freshCache();
+    for (int round = 0; round < 2; ++round) {
+      const auto r = download({"org/empty-file"}, cache);
+      QVERIFY2(r.code == 0, qPrintable(r.err));
+      const fs::path file = fs::path(cache) / "models--org--empty-file" / "snapshots" / kCommitMain / "pkg" / "__init__.py";
+      QVERIFY(fs::is_regular_file(file));
+      QCOMPARE(int64_t(fs::file_size(file)), int64_t(0));
+      QCOMPARE(result(r)["files"], nlohmann::json({"config.json", "pkg/__init__.py"}));
+    }
   }
 
   // A rate limit (429 with Retry-After) and two 503s are waited out.
