@@ -1,7 +1,6 @@
 #include "components/hub_datasets.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -19,12 +18,6 @@ namespace {
 
 const char* const kConvertedRevision = "refs/convert/parquet";
 
-bool offline() {
-  const char* v = std::getenv("HF_HUB_OFFLINE");
-  const std::string s = v ? v : "";
-  return s == "1" || s == "true" || s == "TRUE" || s == "True" || s == "yes" || s == "on";
-}
-
 std::string format_source(data::DataFormat f) {
   switch (f) {
     case data::DataFormat::Parquet: return "parquet";
@@ -40,21 +33,6 @@ std::string read_text(const fs::path& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-std::vector<std::string> files_under(const fs::path& folder) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(folder, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-    if (fs::is_regular_file(it->path(), ec)) out.push_back(it->path().lexically_relative(folder).generic_string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-bool has_root_script(const std::vector<std::string>& paths) {
-  return std::any_of(paths.begin(), paths.end(), [](const std::string& p) {
-    return p.find('/') == std::string::npos && p.size() > 3 && p.compare(p.size() - 3, 3, ".py") == 0;
-  });
 }
 
 // The Hub's Parquet copy of a script dataset keeps each config in a folder of its own: `name:`, else the
@@ -87,7 +65,7 @@ struct Located {
 // list, then the card, then those files (a file already cached is not fetched again).
 Located locate(const HubDatasetRequest& r, const std::string& revision, const HubProgress& progress) {
   const std::string& data_dir = r.data_dir;
-  if (offline()) {
+  if (hub::hub_offline()) {
     const hub::RepoCache cache(hub::hub_cache_dir(), hub::RepoType::Dataset, r.repo);
     const auto commit = cache.commit_of(revision);
     std::error_code ec;
@@ -95,7 +73,7 @@ Located locate(const HubDatasetRequest& r, const std::string& revision, const Hu
       throw hub::HubError("dataset " + r.repo + " is not in the cache (" + hub::hub_cache_dir() +
                           ") and this is offline: run `tunebench-cli download " + r.repo + " --repo-type dataset` where the Hub can be reached");
     const fs::path snapshot = cache.snapshot(*commit);
-    const auto paths = files_under(snapshot);
+    const auto paths = hub::snapshot_files(snapshot);
     const std::string readme = fs::exists(snapshot / "README.md") ? read_text(snapshot / "README.md") : std::string();
     return {snapshot, data::resolve_dataset_split(r.repo, paths, readme, r.config_name, r.split, data_dir, r.data_files)};
   }
@@ -132,11 +110,11 @@ Located locate_any(const HubDatasetRequest& r, const HubProgress& progress) {
     o.type = hub::RepoType::Dataset;
     o.revision = kConvertedRevision;
     std::vector<std::string> paths;
-    if (offline()) {
+    if (hub::hub_offline()) {
       const hub::RepoCache cache(hub::hub_cache_dir(), hub::RepoType::Dataset, r.repo);
       const auto commit = cache.commit_of(kConvertedRevision);
       if (!commit) throw hub::HubError(what + ", which is not in the cache and this is offline");
-      paths = files_under(cache.snapshot(*commit));
+      paths = hub::snapshot_files(cache.snapshot(*commit));
     } else {
       paths = hub::plan_download(o).paths;
     }

@@ -4,6 +4,8 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -82,6 +84,24 @@ void save_token(const std::string& token) {
     fs::remove(temporary, ec);
     throw std::runtime_error("cannot replace " + path.string() + ": " + why);
   }
+}
+
+bool hub_offline() {
+  std::string v = env("HF_HUB_OFFLINE");
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return v == "1" || v == "true" || v == "yes" || v == "on";
+}
+
+std::vector<std::string> snapshot_files(const fs::path& folder) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(folder, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const std::string rel = it->path().lexically_relative(folder).generic_string();  // not through the links
+    if (rel.rfind(".cache/", 0) == 0 || rel == ".cache") continue;
+    if (fs::is_regular_file(it->path())) out.push_back(rel);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::string repo_folder_name(RepoType type, const std::string& repo_id) {

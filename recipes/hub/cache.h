@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tb::hub {
 
@@ -23,6 +24,12 @@ std::string stored_token();
 // Saves `token` where huggingface_hub keeps it ($HF_TOKEN_PATH, else hf_home()/token; readable by this
 // user only, replaced whole), so every Hugging Face tool on this machine uses it. Throws std::runtime_error.
 void save_token(const std::string& token);
+
+// Whether $HF_HUB_OFFLINE asks for the cache only (1, true, yes, on; any case).
+bool hub_offline();
+// The files of a snapshot (or a plain download folder), repo-relative and sorted, read through the links;
+// huggingface_hub's .cache/ metadata left out.
+std::vector<std::string> snapshot_files(const std::filesystem::path& folder);
 
 // "models--org--name" / "datasets--org--name".
 std::string repo_folder_name(RepoType type, const std::string& repo_id);

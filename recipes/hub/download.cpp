@@ -38,12 +38,6 @@ std::string env(const char* name) {
   return v ? std::string(v) : std::string();
 }
 
-bool env_true(const char* name) {
-  std::string v = env(name);
-  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  return v == "1" || v == "true" || v == "yes" || v == "on";
-}
-
 // huggingface_hub's filter: a pattern ending in "/" means the folder's files; `*` matches "/" too.
 bool matches(const std::string& path, const std::vector<std::string>& patterns) {
   for (std::string p : patterns) {
@@ -316,18 +310,6 @@ class Session {
   std::string endpoint_, token_, kind_, prefix_;
 };
 
-std::vector<std::string> files_under(const fs::path& folder) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(folder, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    const std::string rel = it->path().lexically_relative(folder).generic_string();  // not through the links
-    if (rel.rfind(".cache/", 0) == 0 || rel == ".cache") continue;
-    if (fs::is_regular_file(it->path())) out.push_back(rel);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // local_dir: huggingface_hub's metadata beside the files (.cache/huggingface/download/<path>.metadata:
 // commit, etag, time), so either tool knows a file is current.
 fs::path metadata_path(const fs::path& local, const std::string& path) {
@@ -362,7 +344,7 @@ DownloadResult download(const DownloadOptions& o, const std::function<void(const
   const bool local = !o.local_dir.empty();
   DownloadResult result;
 
-  if (o.offline || env_true("HF_HUB_OFFLINE")) {
+  if (o.offline || hub_offline()) {
     const auto commit = local ? std::optional<std::string>("") : cache.commit_of(o.revision);
     const fs::path folder = local ? fs::path(o.local_dir) : commit ? cache.snapshot(*commit) : fs::path();
     std::error_code ec;
@@ -371,7 +353,7 @@ DownloadResult download(const DownloadOptions& o, const std::function<void(const
                      " and this is offline: run `tunebench-cli download " + o.repo_id + "` where the Hub can be reached");
     result.folder = folder.string();
     result.commit = commit.value_or("");
-    for (const auto& f : files_under(folder))
+    for (const auto& f : snapshot_files(folder))
       if (wanted(o, f)) result.files.push_back(f), result.bytes += int64_t(fs::file_size(folder / f, ec));
     result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return result;
