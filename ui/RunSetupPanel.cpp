@@ -547,10 +547,11 @@ bool RunSetupPanel::useDatasetFile(const QString& path, QString* error) {
   QString component = "torchtune.datasets.text_completion_dataset";
   QVector<ConfigEdit> extra;
   try {
-    const std::vector<tb::data::Row> rows = tb::data::load_rows(source, {path.toStdString()});
-    if (rows.empty()) throw std::runtime_error(path.toStdString() + ": no rows");
-    tb::data::require_readable(rows.front());
-    const auto& first = rows.front().value;
+    // Only the first row is read: a file of gigabytes opens at once.
+    tb::data::Row row;
+    if (!tb::data::open_rows(source, {path.toStdString()})->next(row)) throw std::runtime_error(path.toStdString() + ": no rows");
+    tb::data::require_readable(row);
+    const auto& first = row.value;
     auto has = [&](const char* key) { return first.is_object() && first.contains(key); };
     if (plainText) {
     } else if (has("instruction") || has("output")) {
@@ -563,7 +564,7 @@ bool RunSetupPanel::useDatasetFile(const QString& path, QString* error) {
     } else if (has("text")) {
       extra << ConfigEdit::set("dataset.column", YAML::Node("text"));
     } else {
-      throw tb::data::DataError(path.toStdString(), rows.front().line,
+      throw tb::data::DataError(path.toStdString(), row.line,
                                 "the first row has none of instruction/output, messages, conversations or text");
     }
   } catch (const std::exception& e) {

@@ -379,23 +379,31 @@ struct RowSource {
         files(data_files(a)),
         delimiter(tb::components::delimiter(a)),
         skip_bad_rows(a.get_bool("skip_bad_rows")) {}
-  // Each part of the split expression, sliced as Hugging Face datasets slices it, one after the other.
-  std::vector<Row> rows() const {
-    std::vector<Row> out;
+  // The rows of the split expression, each part sliced as Hugging Face datasets slices it, one after the
+  // other, read as the dataset asks for them. A slice counted from the end or in percent needs the split's
+  // row count first (the Parquet footers, else a first pass over the files).
+  std::unique_ptr<RowReader> open() const {
+    std::vector<ChainedRows::Open> parts;
     for (const auto& part : data::parse_split(split).parts) {
-      std::vector<Row> all;
-      if (is_local_format(source)) {
-        all = load_rows(source, files, part.split, delimiter, field);
-      } else {
-        HubDatasetRequest r{source, name, part.split, data_dir, files};
-        all = hub_dataset_rows(r, delimiter, field);
-      }
-      const auto [begin, end] = data::slice_bounds(part, int64_t(all.size()));
-      for (int64_t i = begin; i < end; ++i) out.push_back(std::move(all[size_t(i)]));
+      parts.push_back([self = *this, part]() -> std::unique_ptr<RowReader> {
+        std::unique_ptr<RowStream> rows = self.open_split(part.split);
+        if (!part.from && !part.to) return rows;
+        const bool relative = part.percent || part.from.value_or(0) < 0 || part.to.value_or(0) < 0;
+        const auto [begin, end] = data::slice_bounds(part, relative ? rows->count_rows() : INT64_MAX);
+        return std::make_unique<SlicedRows>(std::move(rows), begin, end);
+      });
     }
-    return out;
+    return std::make_unique<ChainedRows>(std::move(parts));
   }
-  DatasetOrigin origin(const std::string& component) const { return {component, files_text(files), skip_bad_rows}; }
+  std::unique_ptr<RowStream> open_split(const std::string& split_name) const {
+    if (!is_local_format(source)) return open_hub_dataset({source, name, split_name, data_dir, files}, delimiter, field);
+    if (split_name != "train" && !split_name.empty())
+      throw std::invalid_argument("split '" + split_name + "': local files have only the 'train' split");
+    return open_rows(source, files, delimiter, field);
+  }
+  DatasetOrigin origin(const std::string& component, const DatasetContext& ctx) const {
+    return {component, files_text(files), skip_bad_rows, ctx.max_rows};
+  }
 };
 
 config::ComponentSpec dataset_spec(const char* name, const char* alias, std::vector<ArgSpec> args, const char* help) {
@@ -422,7 +430,8 @@ DatasetFactory sft_factory(const Args& args, const std::string& component, Messa
   const bool packed = args.get_bool("packed");
   return [=](const DatasetContext& ctx) -> std::shared_ptr<Dataset> {
     const Tokenizer& tok = need_tokenizer(ctx, component);
-    auto ds = make_sft_dataset(source.rows(), transform, tok, source.origin(component));
+    const auto rows = source.open();
+    auto ds = make_sft_dataset(*rows, transform, tok, source.origin(component, ctx));
     return maybe_pack(ds, packed, false, ctx, component);
   };
 }
@@ -524,8 +533,8 @@ void register_datasets(config::Registry& registry) {
           const bool split_across = a.get_bool("split_across_pack");
           return DatasetFactory([=](const DatasetContext& ctx) -> std::shared_ptr<Dataset> {
             const Tokenizer& tok = need_tokenizer(ctx, "text_completion_dataset");
-            auto ds = make_text_completion_dataset(source.rows(), col, add_eos, tok,
-                                                   source.origin("text_completion_dataset"));
+            const auto rows = source.open();
+            auto ds = make_text_completion_dataset(*rows, col, add_eos, tok, source.origin("text_completion_dataset", ctx));
             return maybe_pack(ds, packed, split_across, ctx, "text_completion_dataset");
           });
         });

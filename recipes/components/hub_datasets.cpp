@@ -130,13 +130,13 @@ bool is_local_format(const std::string& source) {
   return source == "json" || source == "csv" || source == "text" || source == "parquet";
 }
 
-std::vector<data::Row> hub_dataset_rows(const HubDatasetRequest& request, std::optional<char> delimiter,
-                                        const std::string& field, const HubProgress& progress) {
+std::unique_ptr<data::RowStream> open_hub_dataset(const HubDatasetRequest& request, std::optional<char> delimiter,
+                                                  const std::string& field, const HubProgress& progress) {
   const Located at = locate_any(request, progress);
   std::vector<std::string> files;
   for (const auto& f : at.split.files) files.push_back((at.snapshot / f).string());
   const std::string source = format_source(at.split.format);
-  return data::load_rows(source, files, "train", delimiter, source == "json" ? field : std::string());
+  return data::open_rows(source, files, delimiter, source == "json" ? field : std::string());
 }
 
 void fetch_config_datasets(const config::Config& cfg, const HubProgress& progress) {

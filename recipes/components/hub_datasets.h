@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "data/json_rows.h"
+#include "data/row_stream.h"
 #include "hub/download.h"
 
 namespace tb::components {
@@ -30,10 +30,10 @@ struct HubDatasetRequest {
 
 using HubProgress = std::function<void(const std::string& repo, const hub::DownloadProgress&)>;
 
-// The split's rows, in datasets' order. Throws std::invalid_argument / hub::HubError / data errors, one line.
+// The split's rows as a stream, in datasets' order. Throws std::invalid_argument / hub::HubError / data errors, one line.
 // `field`: JSON files' records under that key.
-std::vector<data::Row> hub_dataset_rows(const HubDatasetRequest& request, std::optional<char> delimiter,
-                                        const std::string& field = {}, const HubProgress& progress = {});
+std::unique_ptr<data::RowStream> open_hub_dataset(const HubDatasetRequest& request, std::optional<char> delimiter,
+                                                  const std::string& field = {}, const HubProgress& progress = {});
 
 // Fetches what the config's Hub datasets (dataset:, a map or a list of them) read, before the run builds
 // them, so that its log can say what it waits for.

@@ -1,12 +1,59 @@
 #include "data/dataset.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include <yaml-cpp/yaml.h>
 
 #include "config/registry.h"
 
 namespace tb::data {
+
+namespace {
+
+void append_narrow(std::deque<int32_t>& to, const std::vector<int64_t>& from) {
+  for (const int64_t v : from) {
+    if (v < INT32_MIN || v > INT32_MAX) throw std::out_of_range("token id " + std::to_string(v) + " does not fit 32 bits");
+    to.push_back(static_cast<int32_t>(v));
+  }
+}
+
+std::vector<int64_t> widen(const std::deque<int32_t>& from, uint64_t begin, uint64_t end) {
+  return std::vector<int64_t>(from.begin() + std::ptrdiff_t(begin), from.begin() + std::ptrdiff_t(end));
+}
+
+}  // namespace
+
+void SampleStore::add(const Sample& s) {
+  append_narrow(tokens_, s.tokens);
+  append_narrow(labels_, s.labels);
+  append_narrow(input_pos_, s.input_pos);
+  append_narrow(seq_lens_, s.seq_lens);
+  ends_.insert(ends_.end(), {tokens_.size(), labels_.size(), input_pos_.size(), seq_lens_.size()});
+}
+
+Sample SampleStore::get(size_t index) const {
+  if (index >= size()) throw std::out_of_range("sample " + std::to_string(index) + " of " + std::to_string(size()));
+  const auto end = [&](size_t k) { return ends_[4 * index + k]; };
+  const auto begin = [&](size_t k) { return index == 0 ? uint64_t{0} : ends_[4 * (index - 1) + k]; };
+  Sample s;
+  s.tokens = widen(tokens_, begin(0), end(0));
+  s.labels = widen(labels_, begin(1), end(1));
+  s.input_pos = widen(input_pos_, begin(2), end(2));
+  s.seq_lens = widen(seq_lens_, begin(3), end(3));
+  return s;
+}
+
+void SampleStore::shrink_to_fit() {
+  for (auto* v : {&tokens_, &labels_, &input_pos_, &seq_lens_}) v->shrink_to_fit();
+  ends_.shrink_to_fit();
+}
+
+InMemoryDataset::InMemoryDataset(std::vector<Sample> samples, std::string description, DatasetStats stats)
+    : description_(std::move(description)), stats_(std::move(stats)) {
+  for (const auto& s : samples) samples_.add(s);
+  samples_.shrink_to_fit();
+}
 
 ConcatDataset::ConcatDataset(std::vector<std::shared_ptr<const Dataset>> parts) : parts_(std::move(parts)) {
   for (const auto& p : parts_) {
@@ -45,6 +92,7 @@ void DatasetStats::add(const DatasetStats& o) {
   if (first_bad_row.empty()) first_bad_row = o.first_bad_row;
   fully_masked += o.fully_masked;
   if (first_fully_masked.empty()) first_fully_masked = o.first_fully_masked;
+  row_limit_reached = row_limit_reached || o.row_limit_reached;
 }
 
 void DatasetStats::count_sample(const Sample& sample) {

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -54,6 +55,7 @@ struct DatasetStats {
   std::string first_bad_row;  // "file:line: message" of the first
   size_t fully_masked = 0;    // rows dropped because every label was masked
   std::string first_fully_masked;  // "file:line" of the first
+  bool row_limit_reached = false;  // only the first rows were read (a preview), more may follow
 
   void add(const DatasetStats& other);
   void count_sample(const Sample& sample);  // samples, tokens, trained_tokens
@@ -72,18 +74,34 @@ class Dataset {
   virtual DatasetStats stats() const { return {}; }
 };
 
+// Samples kept flat with 32-bit ids: a dataset of millions of rows holds 8 bytes a token (its id and
+// label), not two vectors of 64-bit ids and their heap blocks per sample. What a dataset built from a
+// large file keeps in memory (the rows are streamed, never held).
+class SampleStore {
+ public:
+  void add(const Sample& sample);  // std::out_of_range for an id beyond 32 bits
+  size_t size() const { return ends_.size() / 4; }
+  Sample get(size_t index) const;
+  void shrink_to_fit();
+
+ private:
+  // Deques grow in blocks: a store of gigabytes never copies itself to grow, as a vector would.
+  std::deque<int32_t> tokens_, labels_, input_pos_, seq_lens_;
+  std::deque<uint64_t> ends_;  // each sample's end in the four arrays, four to a sample
+};
+
 class InMemoryDataset : public Dataset {
  public:
-  InMemoryDataset(std::vector<Sample> samples, std::string description, DatasetStats stats = {})
+  InMemoryDataset(std::vector<Sample> samples, std::string description, DatasetStats stats = {});
+  InMemoryDataset(SampleStore samples, std::string description, DatasetStats stats = {})
       : samples_(std::move(samples)), description_(std::move(description)), stats_(std::move(stats)) {}
   size_t size() const override { return samples_.size(); }
-  Sample get(size_t index) const override { return samples_.at(index); }
-  const Sample& at(size_t index) const { return samples_.at(index); }
+  Sample get(size_t index) const override { return samples_.get(index); }
   std::string description() const override { return description_; }
   DatasetStats stats() const override { return stats_; }
 
  private:
-  std::vector<Sample> samples_;
+  SampleStore samples_;
   std::string description_;
   DatasetStats stats_;
 };
@@ -108,6 +126,7 @@ struct DatasetContext {
   std::shared_ptr<const Tokenizer> tokenizer;  // required by every dataset except synthetic
   int64_t vocab_size = 0;                      // the model's; 0: use the tokenizer's
   int64_t context = 0;                         // the model's max_seq_len (packs are never wider); 0: unknown
+  uint64_t max_rows = 0;                       // read only the first rows of each source (a preview); 0: all
 };
 using DatasetFactory = std::function<std::shared_ptr<Dataset>(const DatasetContext&)>;
 

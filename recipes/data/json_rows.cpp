@@ -7,6 +7,7 @@
 
 #include "config/regular_file.h"
 #include "data/dataset.h"
+#include "data/row_stream.h"
 
 namespace tb::data {
 namespace {
@@ -159,25 +160,85 @@ std::vector<Row> read_json_field_rows(const std::string& path, const std::string
   return rows;
 }
 
-std::vector<Row> read_text_rows(const std::string& path, const std::string& display_name) {
-  // Read as a stream, a line at a time: a file is never held twice, and a line too long never at all.
+namespace {
+
+std::ifstream open_data_file(const std::string& path, const std::string& display_name) {
   if (const auto what = config::not_a_regular_file(path)) throw DataError(display_name, 0, *what);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw DataError(display_name, 0, "cannot open data file");
-  std::vector<Row> rows;
-  std::string line;
-  bool too_long = false;
-  for (int line_no = 1; config::read_bounded_line(in, line, kMaxRowBytes, too_long); ++line_no) {
-    if (line.empty() && !too_long) continue;
-    Row row;
-    row.file = display_name;
-    row.line = line_no;
-    if (too_long)
-      row.error = "the line is longer than " + config::byte_size_text(kMaxRowBytes) + " (not read)";
-    else
-      row.value = json{{"text", line}};
-    rows.push_back(std::move(row));
+  return in;
+}
+
+std::string too_long_message() {
+  return "the line is longer than " + config::byte_size_text(kMaxRowBytes) + " (not read)";
+}
+
+// A line at a time: a file is never held whole, and a line too long never at all.
+class LineReader : public RowReader {
+ public:
+  LineReader(const std::string& path, std::string name, bool json)
+      : in_(open_data_file(path, name)), name_(std::move(name)), json_(json) {}
+  bool next(Row& row) override {
+    bool too_long = false;
+    while (config::read_bounded_line(in_, line_, kMaxRowBytes, too_long)) {
+      ++line_no_;
+      bytes_ += too_long ? kMaxRowBytes : line_.size() + 1;
+      if (!too_long && line_.find_first_not_of(json_ ? " \t\r" : "") == std::string::npos) continue;
+      if (json_ && !too_long) {
+        row = parse_row(line_, name_, line_no_);
+        return true;
+      }
+      row = Row{};
+      row.file = name_;
+      row.line = line_no_;
+      if (too_long) row.error = too_long_message();
+      else row.value = json{{"text", line_}};
+      return true;
+    }
+    return false;
   }
+  uint64_t bytes_read() const override { return bytes_; }
+
+ private:
+  std::ifstream in_;
+  std::string name_;
+  bool json_;
+  std::string line_;
+  int line_no_ = 0;
+  uint64_t bytes_ = 0;
+};
+
+uint64_t size_of(std::ifstream& in) {
+  const auto here = in.tellg();
+  in.seekg(0, std::ios::end);
+  const auto size = in.tellg();
+  in.seekg(here);
+  return size < 0 ? 0 : uint64_t(size);
+}
+
+}  // namespace
+
+std::unique_ptr<RowReader> open_text_rows(const std::string& path, const std::string& display_name) {
+  return std::make_unique<LineReader>(path, display_name, false);
+}
+
+std::unique_ptr<RowReader> open_json_rows(const std::string& path, const std::string& display_name,
+                                          const std::string& field) {
+  std::ifstream in = open_data_file(path, display_name);
+  const uint64_t size = size_of(in);
+  if (!field.empty()) return std::make_unique<RowVectorReader>(read_json_field_rows(path, display_name, field), size);
+  // JSON Lines or one array, told apart by the first character that is not blank.
+  std::streambuf* buf = in.rdbuf();
+  int c = buf->sgetc();
+  while (c == ' ' || c == '\t' || c == '\r' || c == '\n') c = buf->snextc();
+  if (c == '[') return std::make_unique<RowVectorReader>(read_json_rows(path, display_name), size);
+  return std::make_unique<LineReader>(path, display_name, true);
+}
+
+std::vector<Row> read_text_rows(const std::string& path, const std::string& display_name) {
+  std::vector<Row> rows;
+  auto reader = open_text_rows(path, display_name);
+  for (Row row; reader->next(row);) rows.push_back(std::move(row));
   return rows;
 }
 

@@ -34,6 +34,7 @@ class ParquetFile {
   // The top-level column names, in schema order.
   const std::vector<std::string>& columns() const { return columns_; }
   int64_t num_rows() const { return meta_.num_rows; }
+  uint64_t size() const { return size_; }  // of the file, in bytes
   size_t num_row_groups() const { return meta_.row_groups.size(); }
   int64_t row_group_rows(size_t index) const;
 

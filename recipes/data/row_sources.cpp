@@ -6,7 +6,6 @@
 #include <stdexcept>
 
 #include "config/config.h"
-#include "config/interrupt.h"
 #include "data/csv_rows.h"
 #include "data/parquet_rows.h"
 
@@ -41,30 +40,45 @@ std::vector<std::string> expand_data_files(const std::vector<std::string>& data_
   return files;
 }
 
+std::unique_ptr<RowStream> open_rows(const std::string& source, const std::vector<std::string>& data_files,
+                                     std::optional<char> delimiter, const std::string& field) {
+  if (const std::string problem = local_source_problem(source, !data_files.empty()); !problem.empty())
+    throw std::invalid_argument(problem);
+  if (!field.empty() && source != "json") throw std::invalid_argument("field: only source: json has records under a key");
+  std::vector<std::string> paths, names = expand_data_files(data_files);
+  for (const auto& name : names) paths.push_back(config::resolve_input_path(name));
+  RowStream::Opener open;
+  if (source == "json") {
+    open = [field](const std::string& path, const std::string& name) { return open_json_rows(path, name, field); };
+  } else if (source == "csv") {
+    open = [delimiter](const std::string& path, const std::string& name) {
+      return open_delimited_rows(path, name, delimiter.value_or(delimiter_for(name)));
+    };
+  } else if (source == "parquet") {
+    open = open_parquet_rows;
+  } else {
+    open = open_text_rows;
+  }
+  return std::make_unique<RowStream>(std::move(paths), std::move(names), std::move(open));
+}
+
 std::vector<Row> load_rows(const std::string& source, const std::vector<std::string>& data_files,
                            const std::string& split, std::optional<char> delimiter, const std::string& field) {
   if (split != "train" && !split.empty())
     throw std::invalid_argument("split '" + split + "': local files have only the 'train' split");
-  if (const std::string problem = local_source_problem(source, !data_files.empty()); !problem.empty())
-    throw std::invalid_argument(problem);
+  auto stream = open_rows(source, data_files, delimiter, field);
   std::vector<Row> rows;
-  for (const auto& name : expand_data_files(data_files)) {
-    const std::string path = config::resolve_input_path(name);
-    std::vector<Row> part;
-    if (!field.empty() && source != "json") throw std::invalid_argument("field: only source: json has records under a key");
-    if (source == "json") part = field.empty() ? read_json_rows(path, name) : read_json_field_rows(path, name, field);
-    else if (source == "csv") part = read_delimited_rows(path, name, delimiter.value_or(delimiter_for(name)));
-    else if (source == "parquet") part = read_parquet_rows(path, name);
-    else part = read_text_rows(path, name);
-    rows.insert(rows.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
-  }
+  for (Row row; stream->next(row);) rows.push_back(std::move(row));
   return rows;
 }
 
-void for_each_row(const std::vector<Row>& rows, bool skip_bad_rows, DatasetStats& stats,
+void for_each_row(RowReader& rows, const DatasetOrigin& origin, DatasetStats& stats,
                   const std::function<void(const Row&)>& build) {
-  for (const Row& row : rows) {
-    config::check_interrupt();  // a stop asked for while a large dataset is built ends the build here
+  for (Row row; rows.next(row);) {
+    if (origin.max_rows > 0 && stats.rows >= origin.max_rows) {
+      stats.row_limit_reached = true;
+      break;
+    }
     ++stats.rows;
     try {
       require_readable(row);
@@ -73,7 +87,7 @@ void for_each_row(const std::vector<Row>& rows, bool skip_bad_rows, DatasetStats
       // Every problem is reported at its row: the file and line a user can open.
       const auto* located = dynamic_cast<const DataError*>(&e);
       DataError error = located ? *located : DataError(row.file, row.line, e.what());
-      if (!skip_bad_rows) throw error;
+      if (!origin.skip_bad_rows) throw error;
       if (stats.bad_rows++ == 0) stats.first_bad_row = error.what();
     }
   }

@@ -3,6 +3,7 @@
 // asked for skip_bad_rows, is counted and passed over.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "data/dataset.h"
 #include "data/json_rows.h"
+#include "data/row_stream.h"
 
 namespace tb::data {
 
@@ -22,6 +24,9 @@ namespace tb::data {
 // the matches in name order). A Hub dataset name as source is refused with a message saying how to point
 // at a local file. Throws std::invalid_argument / DataError / ParquetError.
 // `field`: json only, the key of a top-level object whose list holds the records.
+// The same rows as a stream, read as they are asked for (what datasets read: they keep only samples).
+std::unique_ptr<RowStream> open_rows(const std::string& source, const std::vector<std::string>& data_files,
+                                     std::optional<char> delimiter = std::nullopt, const std::string& field = {});
 std::vector<Row> load_rows(const std::string& source, const std::vector<std::string>& data_files,
                            const std::string& split = "train", std::optional<char> delimiter = std::nullopt,
                            const std::string& field = {});
@@ -39,12 +44,14 @@ struct DatasetOrigin {
   std::string component;  // e.g. "chat_dataset"
   std::string files;      // the data files, as the config named them
   bool skip_bad_rows = false;
+  uint64_t max_rows = 0;  // read only this many rows (a preview's first rows); 0: all
 };
 
-// Calls `build` on every row (counting them in stats.rows). A row that could not be read, or whose
+// Calls `build` on every row of `rows` (counting them in stats.rows), or on the first origin.max_rows
+// (stats.row_limit_reached set when it stopped there). A row that could not be read, or whose
 // `build` throws, stops with a DataError naming the row's file and line; with skip_bad_rows it is counted
 // in stats.bad_rows (the first message kept) and the walk goes on.
-void for_each_row(const std::vector<Row>& rows, bool skip_bad_rows, DatasetStats& stats,
+void for_each_row(RowReader& rows, const DatasetOrigin& origin, DatasetStats& stats,
                   const std::function<void(const Row&)>& build);
 
 }  // namespace tb::data

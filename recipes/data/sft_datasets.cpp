@@ -164,12 +164,11 @@ void validate_messages(const std::vector<Message>& messages, const Row& row) {
   }
 }
 
-std::shared_ptr<InMemoryDataset> make_sft_dataset(const std::vector<Row>& rows, const MessageTransform& transform,
+std::shared_ptr<InMemoryDataset> make_sft_dataset(RowReader& rows, const MessageTransform& transform,
                                                   const Tokenizer& tokenizer, const DatasetOrigin& origin) {
-  std::vector<Sample> samples;
-  samples.reserve(rows.size());
+  SampleStore samples;
   DatasetStats stats;
-  for_each_row(rows, origin.skip_bad_rows, stats, [&](const Row& row) {
+  for_each_row(rows, origin, stats, [&](const Row& row) {
     std::vector<Message> messages = transform(row);
     validate_messages(messages, row);
     for (Message& m : messages)
@@ -184,8 +183,9 @@ std::shared_ptr<InMemoryDataset> make_sft_dataset(const std::vector<Row>& rows, 
     }
     stats.truncated += tm.truncated;
     stats.count_sample(s);
-    samples.push_back(std::move(s));
+    samples.add(s);
   });
+  samples.shrink_to_fit();
   const std::string description = origin.component + ": " + std::to_string(samples.size()) + " samples from " +
                                   origin.files;
   return std::make_shared<InMemoryDataset>(std::move(samples), description, std::move(stats));

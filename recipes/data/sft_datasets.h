@@ -61,7 +61,7 @@ using MessageTransform = std::function<std::vector<Message>(const Row& row)>;
 // Every row through `transform`, validate_messages and the tokenizer. A bad row is a DataError naming its
 // file and line, or is skipped and counted (origin.skip_bad_rows). A sample whose every label is masked
 // (nothing to learn: e.g. truncation cut the whole answer) is dropped and counted; stats() reports both.
-std::shared_ptr<InMemoryDataset> make_sft_dataset(const std::vector<Row>& rows, const MessageTransform& transform,
+std::shared_ptr<InMemoryDataset> make_sft_dataset(RowReader& rows, const MessageTransform& transform,
                                                   const Tokenizer& tokenizer, const DatasetOrigin& origin);
 
 }  // namespace tb::data

@@ -18,13 +18,12 @@ std::string usable_prefix(std::string text, const Tokenizer& tokenizer) {
   return text;
 }
 
-std::shared_ptr<InMemoryDataset> make_text_completion_dataset(const std::vector<Row>& rows, const std::string& column,
+std::shared_ptr<InMemoryDataset> make_text_completion_dataset(RowReader& rows, const std::string& column,
                                                               bool add_eos, const Tokenizer& tokenizer,
                                                               const DatasetOrigin& origin) {
-  std::vector<Sample> samples;
-  samples.reserve(rows.size());
+  SampleStore samples;
   DatasetStats stats;
-  for_each_row(rows, origin.skip_bad_rows, stats, [&](const Row& row) {
+  for_each_row(rows, origin, stats, [&](const Row& row) {
     std::vector<int64_t> tokens = tokenizer.encode(usable_prefix(string_column(row, column), tokenizer), true, add_eos);
     if (const auto n = tokenizer.max_seq_len(); n && static_cast<int64_t>(tokens.size()) > *n - 1) {
       tokens = truncate<int64_t>(tokens, *n - 1);
@@ -34,8 +33,9 @@ std::shared_ptr<InMemoryDataset> make_text_completion_dataset(const std::vector<
     s.labels = shifted_labels(tokens);
     s.tokens = std::move(tokens);
     stats.count_sample(s);
-    samples.push_back(std::move(s));
+    samples.add(s);
   });
+  samples.shrink_to_fit();
   const std::string description = origin.component + ": " + std::to_string(samples.size()) + " documents from " +
                                   origin.files;
   return std::make_shared<InMemoryDataset>(std::move(samples), description, std::move(stats));
@@ -113,7 +113,7 @@ Sample finish_pack(Pack pack, int64_t max_seq_len, int64_t pad_id) {
 std::shared_ptr<InMemoryDataset> pack_dataset(const Dataset& dataset, int64_t max_seq_len, int64_t pad_id,
                                               bool split_across_pack, std::optional<size_t> max_packs) {
   if (max_seq_len < 1) throw std::invalid_argument("packing needs a max_seq_len of at least 1 (set tokenizer.max_seq_len)");
-  std::vector<Sample> packs;
+  SampleStore packs;
   auto full = [&] { return max_packs && packs.size() >= *max_packs; };
   const auto limit = static_cast<size_t>(max_seq_len);
   Pack current;
@@ -146,12 +146,12 @@ std::shared_ptr<InMemoryDataset> pack_dataset(const Dataset& dataset, int64_t ma
       rest.labels.assign(current.labels.begin() + boundary, current.labels.end());
       rest.input_pos.assign(current.input_pos.begin() + boundary, current.input_pos.end());
       rest.seq_lens = {split_across_pack ? rest_len : current.seq_lens.back()};
-      packs.push_back(finish_pack(std::move(head), max_seq_len, pad_id));
+      packs.add(finish_pack(std::move(head), max_seq_len, pad_id));
       current = std::move(rest);
     }
     previous_boundary = current.tokens.size();
   }
-  if (!current.tokens.empty() && !full()) packs.push_back(finish_pack(std::move(current), max_seq_len, pad_id));
+  if (!current.tokens.empty() && !full()) packs.add(finish_pack(std::move(current), max_seq_len, pad_id));
   std::string description = "packed into " + std::to_string(packs.size()) + " blocks of " +
                             std::to_string(max_seq_len) + " tokens: " + dataset.description();
   // The rows' counts stay those of the samples before packing.

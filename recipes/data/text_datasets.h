@@ -28,7 +28,7 @@ std::string usable_prefix(std::string text, const Tokenizer& tokenizer);
 // torchtune's TextCompletionDataset: each document is BOS + text (+ EOS when add_eos), truncated to
 // max_seq_len - 1 tokens when the tokenizer has a max_seq_len (torchtune's rule; EOS is not forced),
 // every position trained. Bad rows as make_sft_dataset.
-std::shared_ptr<InMemoryDataset> make_text_completion_dataset(const std::vector<Row>& rows, const std::string& column,
+std::shared_ptr<InMemoryDataset> make_text_completion_dataset(RowReader& rows, const std::string& column,
                                                               bool add_eos, const Tokenizer& tokenizer,
                                                               const DatasetOrigin& origin);
 

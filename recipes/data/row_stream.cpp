@@ -1,0 +1,158 @@
+#include "data/row_stream.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "config/interrupt.h"
+
+namespace tb::data {
+namespace {
+
+thread_local ReadProgressSink* t_sink = nullptr;
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+uint64_t file_size(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? uint64_t(st.st_size) : 0;
+}
+
+// 1234567 -> "1,234,567": row counts of large datasets read at a glance.
+std::string grouped(uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string duration_text(double seconds) {
+  char buf[32];
+  if (seconds < 90) std::snprintf(buf, sizeof buf, "%.0f s", std::ceil(seconds));
+  else if (seconds < 5400) std::snprintf(buf, sizeof buf, "%.0f min", std::ceil(seconds / 60));
+  else std::snprintf(buf, sizeof buf, "%.1f h", seconds / 3600);
+  return buf;
+}
+
+}  // namespace
+
+bool RowVectorReader::next(Row& row) {
+  if (at_ >= rows_.size()) return false;
+  row = std::move(rows_[at_++]);
+  return true;
+}
+
+uint64_t RowVectorReader::bytes_read() const {
+  return rows_.empty() ? file_bytes_ : file_bytes_ * at_ / rows_.size();
+}
+
+std::string read_progress_text(const ReadProgress& p) {
+  std::string text = grouped(p.rows) + " rows";
+  if (p.bytes_total > 0 && !p.done) text += " (" + std::to_string(p.bytes_read * 100 / p.bytes_total) + "%)";
+  if (p.seconds > 0.05) text += ", " + grouped(uint64_t(double(p.rows) / p.seconds)) + " rows/s";
+  if (!p.done && p.bytes_total > 0 && p.bytes_read > 0 && p.seconds > 0.05) {
+    const double left = p.seconds * double(p.bytes_total - std::min(p.bytes_read, p.bytes_total)) / double(p.bytes_read);
+    text += ", about " + duration_text(left) + " left";
+  }
+  if (p.done) text += " in " + duration_text(p.seconds);
+  return text;
+}
+
+ReadProgressScope::ReadProgressScope(ReadProgressSink sink) : previous_(t_sink), sink_(std::move(sink)) {
+  t_sink = &sink_;
+}
+
+ReadProgressScope::~ReadProgressScope() { t_sink = previous_; }
+
+RowStream::RowStream(std::vector<std::string> paths, std::vector<std::string> names, Opener open)
+    : paths_(std::move(paths)), names_(std::move(names)), open_(std::move(open)), start_(now_seconds()) {
+  for (const auto& p : paths_) bytes_total_ += file_size(p);
+  last_report_ = start_;
+}
+
+bool RowStream::next(Row& row) {
+  while (true) {
+    if (!reader_) {
+      if (file_ >= paths_.size()) {
+        report(true);
+        return false;
+      }
+      reader_ = open_(paths_[file_], names_[file_]);
+    }
+    if ((rows_ & 1023) == 0) config::check_interrupt();  // a stop asked for while a large dataset is read
+    if (reader_->next(row)) {
+      if ((++rows_ & 0xFFFF) == 0) report(false);
+      return true;
+    }
+    bytes_before_ += file_size(paths_[file_]);
+    reader_.reset();
+    ++file_;
+  }
+}
+
+uint64_t RowStream::bytes_read() const { return bytes_before_ + (reader_ ? reader_->bytes_read() : 0); }
+
+int64_t RowStream::count_rows() const {
+  int64_t total = 0;
+  for (size_t i = 0; i < paths_.size(); ++i) {
+    auto reader = open_(paths_[i], names_[i]);
+    const int64_t known = reader->known_rows();
+    if (known >= 0) {
+      total += known;
+      continue;
+    }
+    Row row;
+    while (reader->next(row)) {
+      if ((++total & 1023) == 0) config::check_interrupt();
+    }
+  }
+  return total;
+}
+
+void RowStream::report(bool done) {
+  if (!t_sink || reported_done_ || !*t_sink) return;
+  const double now = now_seconds();
+  // Small datasets say nothing: a line only once reading has taken a while.
+  if (!done && now - last_report_ < 1.0) return;
+  if (done && now - start_ < 1.0) return;
+  last_report_ = now;
+  reported_done_ = done;
+  ReadProgress p;
+  p.files = paths_.size() == 1 ? names_[0] : std::to_string(paths_.size()) + " files";
+  p.rows = rows_;
+  p.bytes_read = bytes_read();
+  p.bytes_total = bytes_total_;
+  p.seconds = now - start_;
+  p.done = done;
+  (*t_sink)(p);
+}
+
+bool SlicedRows::next(Row& row) {
+  while (at_ < begin_) {
+    if (!rows_->next(row)) return false;
+    ++at_;
+  }
+  if (at_ >= end_ || !rows_->next(row)) return false;
+  ++at_;
+  return true;
+}
+
+bool ChainedRows::next(Row& row) {
+  while (true) {
+    if (!current_) {
+      if (part_ >= parts_.size()) return false;
+      current_ = parts_[part_++]();
+    }
+    if (current_->next(row)) return true;
+    bytes_before_ += current_->bytes_read();
+    current_.reset();
+  }
+}
+
+}  // namespace tb::data
