@@ -16,6 +16,7 @@
 
 #include "cli_bench_read.h"
 #include "cli_download.h"
+#include "cli_progress.h"
 
 #include "bench/compile_bench.h"
 #include "bench/step_bench.h"
@@ -261,15 +262,15 @@ int cmd_eval(const std::string& config, const std::string& checkpoint, const std
   if (!cfg) return kUserError;
   const bool tty = isatty(STDERR_FILENO) != 0;
   try {
+    const ReadProgressPrinter reading("eval");
     const auto result = tb::inference::evaluate(*cfg, [&](int64_t done, int64_t total) {
       if (tty) std::cerr << "\reval: " << done << "/" << total << " samples" << std::flush;
     });
     if (tty) std::cerr << "\n";
     std::cerr << "eval: " << result.weights << "\n";
     for (const auto& w : result.warnings) std::cerr << "eval: warning: " << w << "\n";
-    const nlohmann::json line = {{"loss", result.loss},       {"perplexity", result.perplexity},
-                                 {"tokens", result.tokens},   {"samples", result.samples},
-                                 {"seconds", result.seconds}};
+    const nlohmann::json line = {{"loss", result.loss},       {"perplexity", result.perplexity}, {"tokens", result.tokens},
+                                 {"samples", result.samples}, {"seconds", result.seconds}};
     std::cout << tb::text::json_text(line) << "\n";
     if (!std::isfinite(result.loss))  // the JSON line says null; the exit status says it too
       return fail("eval: the loss is not finite (" + std::to_string(result.loss) + "): the weights hold NaN or Inf?");
@@ -385,11 +386,18 @@ int cmd_data_preview(const std::string& config, const std::vector<std::string>& 
   auto cfg = load(config, overrides, "", true);  // checked against the recipe the config names
   if (!cfg) return kUserError;
   try {
-    const auto preview = tb::inference::preview_dataset(*cfg, samples);
-    if (json)
-      std::cout << tb::text::json_text(tb::inference::preview_json(preview)) << "\n";
-    else
-      std::cout << tb::inference::preview_text(preview, isatty(STDOUT_FILENO) != 0);
+    const ReadProgressPrinter progress("data preview");
+    if (json) {
+      std::cout << tb::text::json_text(tb::inference::preview_json(tb::inference::preview_dataset(*cfg, samples))) << "\n";
+      return kOk;
+    }
+    // The first rows' samples at once; the counts of every row when they are all read.
+    const bool color = isatty(STDOUT_FILENO) != 0;
+    bool shown = false;
+    const auto preview = tb::inference::preview_dataset(*cfg, samples, [&](const tb::inference::DataPreview& first) {
+      shown = bool(std::cout << tb::inference::preview_text(first, color) << std::flush);
+    });
+    std::cout << (shown ? "every row: " + tb::inference::preview_counts_text(preview) : tb::inference::preview_text(preview, color));
   } catch (const std::exception& e) {
     return fail("data preview", e);
   }

@@ -7,6 +7,7 @@
 #include "components/hub_datasets.h"
 #include "config/interrupt.h"
 #include "config/schema.h"
+#include "data/row_stream.h"
 #include "hub/fetch_models.h"
 #include "training/metric_loggers.h"
 #include "training/output_lock.h"
@@ -68,6 +69,16 @@ training::RunResult run_with_harness(const RecipeInfo& recipe, const config::Con
     // Reading and tokenizing the dataset hear a stop too (training steps check control.stop themselves;
     // run_recipe reports a stop heard in setup).
     const config::InterruptScope interruptible(&control.stop);
+    // A large dataset's first pass says how far it is, once a tenth.
+    int64_t tenth = -1;
+    const data::ReadProgressScope reading([&](const data::ReadProgress& p) {
+      const int64_t now = p.bytes_total > 0 ? int64_t(p.bytes_read * 10 / p.bytes_total) : 0;
+      if (now == tenth && !p.done) return;
+      tenth = now;
+      logger->log_event({{"event", "info"},
+                         {"message", "reading " + p.files + ": " + data::read_progress_text(p)},
+                         {"reading", {{"rows", p.rows}, {"bytes_read", p.bytes_read}, {"bytes_total", p.bytes_total}}}});
+    });
     fetch_models(cfg, *logger);
     result = recipe.run(cfg, *logger, control);
   } catch (const std::exception& e) {

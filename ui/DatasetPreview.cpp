@@ -55,30 +55,41 @@ DatasetPreviewResult rawDatasetPreview(const QString& dataFile, int maxSamples, 
   return r;
 }
 
-DatasetPreviewResult buildDatasetPreview(const tb::config::Config& config, int maxSamples) {
+namespace {
+
+DatasetPreviewResult tokenizedPreview(const tb::inference::DataPreview& p) {
+  DatasetPreviewResult r;
+  r.tokenized = true;
+  r.description = QString::fromStdString(p.description);
+  r.formatting = QString::fromStdString(p.formatting);
+  r.totalSamples = int(p.total_samples);
+  const auto& st = p.stats;
+  r.counts = QString("%1 samples · %2 tokens · %3% trained")
+                 .arg(p.total_samples)
+                 .arg(QString::number(qulonglong(st.tokens)))
+                 .arg(st.tokens ? 100.0 * double(st.trained_tokens) / double(st.tokens) : 0.0, 0, 'f', 1);
+  if (st.truncated) r.counts += QString(" · %1 truncated").arg(st.truncated);
+  if (st.bad_rows) r.counts += QString(" · %1 bad rows skipped").arg(st.bad_rows);
+  if (st.fully_masked) r.counts += QString(" · %1 fully masked").arg(st.fully_masked);
+  if (st.row_limit_reached) r.counts = QString("The first %1 rows: ").arg(st.rows) + r.counts + " (counting every row…)";
+  for (const auto& w : p.warnings) r.warnings << QString::fromStdString(w);
+  for (const auto& s : p.samples) {
+    PreviewSample sample;
+    for (const auto& t : s.tokens) sample.tokens << PreviewToken{QString::fromStdString(t.text), t.id, t.trained};
+    r.samples << sample;
+  }
+  return r;
+}
+
+}  // namespace
+
+DatasetPreviewResult buildDatasetPreview(const tb::config::Config& config, int maxSamples,
+                                         const std::function<void(const DatasetPreviewResult&)>& firstRows) {
   const QString dataFile = dataFileOf(config);
   try {
-    const tb::inference::DataPreview p = tb::inference::preview_dataset(config, size_t(std::max(0, maxSamples)));
-    DatasetPreviewResult r;
-    r.tokenized = true;
-    r.description = QString::fromStdString(p.description);
-    r.formatting = QString::fromStdString(p.formatting);
-    r.totalSamples = int(p.total_samples);
-    const auto& st = p.stats;
-    r.counts = QString("%1 samples · %2 tokens · %3% trained")
-                   .arg(p.total_samples)
-                   .arg(QString::number(qulonglong(st.tokens)))
-                   .arg(st.tokens ? 100.0 * double(st.trained_tokens) / double(st.tokens) : 0.0, 0, 'f', 1);
-    if (st.truncated) r.counts += QString(" · %1 truncated").arg(st.truncated);
-    if (st.bad_rows) r.counts += QString(" · %1 bad rows skipped").arg(st.bad_rows);
-    if (st.fully_masked) r.counts += QString(" · %1 fully masked").arg(st.fully_masked);
-    for (const auto& w : p.warnings) r.warnings << QString::fromStdString(w);
-    for (const auto& s : p.samples) {
-      PreviewSample sample;
-      for (const auto& t : s.tokens) sample.tokens << PreviewToken{QString::fromStdString(t.text), t.id, t.trained};
-      r.samples << sample;
-    }
-    return r;
+    std::function<void(const tb::inference::DataPreview&)> first;
+    if (firstRows) first = [&](const tb::inference::DataPreview& p) { firstRows(tokenizedPreview(p)); };
+    return tokenizedPreview(tb::inference::preview_dataset(config, size_t(std::max(0, maxSamples)), first));
   } catch (const std::exception& e) {
     return rawDatasetPreview(dataFile, maxSamples, QString("Tokens are not shown: %1").arg(e.what()));
   }

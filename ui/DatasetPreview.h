@@ -9,6 +9,8 @@
 #include <QStringList>
 #include <QVector>
 
+#include <functional>
+
 #include "config/config.h"
 
 namespace tb::ui {
@@ -36,8 +38,10 @@ struct DatasetPreviewResult {
 };
 
 // Runs tokenizer + dataset of `config` (slow: call it off the GUI thread). `dataFile` is the file
-// shown raw when tokenizing is not possible.
-DatasetPreviewResult buildDatasetPreview(const tb::config::Config& config, int maxSamples);
+// shown raw when tokenizing is not possible. A dataset of more than its first rows goes to `firstRows`
+// from those rows at once (counts marked as theirs), before every row is read for the counts.
+DatasetPreviewResult buildDatasetPreview(const tb::config::Config& config, int maxSamples,
+                                         const std::function<void(const DatasetPreviewResult&)>& firstRows = {});
 DatasetPreviewResult rawDatasetPreview(const QString& dataFile, int maxSamples, const QString& note);
 
 // HTML for a QTextBrowser: the samples' text, trained runs highlighted, masked runs grey.

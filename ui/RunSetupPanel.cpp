@@ -34,6 +34,7 @@
 #include "checkpoint/hf_config.h"
 #include "compile/machine_info.h"
 #include "components/builtin.h"
+#include "config/interrupt.h"
 #include "config/registry.h"
 #include "config/user_dirs.h"
 #include "config/yaml_edit.h"
@@ -635,6 +636,10 @@ void RunSetupPanel::schedulePreview() {
   previewTimer_->start();
 }
 
+RunSetupPanel::~RunSetupPanel() {
+  if (previewStop_) previewStop_->store(true);  // a preview still reading rows stops; its result is dropped
+}
+
 void RunSetupPanel::runPreview() {
   const int generation = ++previewGeneration_;
   datasetProblem_.clear();  // until this preview says
@@ -649,11 +654,17 @@ void RunSetupPanel::runPreview() {
   tb::config::Config config = *result.config;
   config.root = YAML::Clone(config.root);
   preview_->setHtml("<i>Tokenizing the first samples…</i>");
-  QThreadPool::globalInstance()->start([self, generation, config] {
-    DatasetPreviewResult preview = buildDatasetPreview(config, 3);
-    QMetaObject::invokeMethod(qApp, [self, generation, preview] {
-      if (self) self->showPreview(generation, preview);
-    });
+  // A preview still counting a large dataset's rows stops when a newer one starts.
+  if (previewStop_) previewStop_->store(true);
+  previewStop_ = std::make_shared<std::atomic<bool>>(false);
+  QThreadPool::globalInstance()->start([self, generation, config, stop = previewStop_] {
+    const tb::config::InterruptScope stoppable(stop.get());
+    const auto show = [&](const DatasetPreviewResult& preview) {
+      QMetaObject::invokeMethod(qApp, [self, generation, preview] {
+        if (self) self->showPreview(generation, preview);
+      });
+    };
+    show(buildDatasetPreview(config, 3, show));
   });
 }
 

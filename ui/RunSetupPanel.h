@@ -6,7 +6,9 @@
 
 #include <QWidget>
 
+#include <atomic>
 #include <functional>
+#include <memory>
 
 #include "ConfigDocument.h"
 #include "DatasetPreview.h"
@@ -30,6 +32,7 @@ class RunSetupPanel : public QWidget {
   Q_OBJECT
  public:
   explicit RunSetupPanel(ConfigDocument* document, QWidget* parent = nullptr);
+  ~RunSetupPanel() override;
 
   // Points the model at a Hugging Face checkpoint folder (config.json + safetensors); false with the
   // reason when its config.json cannot be read. The button's dialog calls this.
@@ -120,6 +123,7 @@ class RunSetupPanel : public QWidget {
   QTimer* previewTimer_ = nullptr;
   QString previewKey_;  // dataset + tokenizer YAML the last preview was built for
   int previewGeneration_ = 0;
+  std::shared_ptr<std::atomic<bool>> previewStop_;  // the running preview's stop
 };
 
 }  // namespace tb::ui

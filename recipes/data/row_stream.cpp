@@ -11,7 +11,7 @@
 namespace tb::data {
 namespace {
 
-thread_local ReadProgressSink* t_sink = nullptr;
+thread_local const ReadProgressScope* t_scope = nullptr;
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -32,11 +32,13 @@ std::string grouped(uint64_t n) {
   return out;
 }
 
+// "42 s", "2 min 8 s", "1 h 5 min"
 std::string duration_text(double seconds) {
-  char buf[32];
-  if (seconds < 90) std::snprintf(buf, sizeof buf, "%.0f s", std::ceil(seconds));
-  else if (seconds < 5400) std::snprintf(buf, sizeof buf, "%.0f min", std::ceil(seconds / 60));
-  else std::snprintf(buf, sizeof buf, "%.1f h", seconds / 3600);
+  const auto s = uint64_t(std::ceil(seconds));
+  char buf[48];
+  if (s < 90) std::snprintf(buf, sizeof buf, "%llu s", (unsigned long long)s);
+  else if (s < 5400) std::snprintf(buf, sizeof buf, "%llu min %llu s", (unsigned long long)(s / 60), (unsigned long long)(s % 60));
+  else std::snprintf(buf, sizeof buf, "%llu h %llu min", (unsigned long long)(s / 3600), (unsigned long long)(s / 60 % 60));
   return buf;
 }
 
@@ -64,11 +66,12 @@ std::string read_progress_text(const ReadProgress& p) {
   return text;
 }
 
-ReadProgressScope::ReadProgressScope(ReadProgressSink sink) : previous_(t_sink), sink_(std::move(sink)) {
-  t_sink = &sink_;
+ReadProgressScope::ReadProgressScope(ReadProgressSink sink, double interval)
+    : previous_(t_scope), sink_(std::move(sink)), interval_(interval) {
+  t_scope = this;
 }
 
-ReadProgressScope::~ReadProgressScope() { t_sink = previous_; }
+ReadProgressScope::~ReadProgressScope() { t_scope = previous_; }
 
 RowStream::RowStream(std::vector<std::string> paths, std::vector<std::string> names, Opener open)
     : paths_(std::move(paths)), names_(std::move(names)), open_(std::move(open)), start_(now_seconds()) {
@@ -116,11 +119,11 @@ int64_t RowStream::count_rows() const {
 }
 
 void RowStream::report(bool done) {
-  if (!t_sink || reported_done_ || !*t_sink) return;
+  if (!t_scope || reported_done_) return;
   const double now = now_seconds();
   // Small datasets say nothing: a line only once reading has taken a while.
-  if (!done && now - last_report_ < 1.0) return;
-  if (done && now - start_ < 1.0) return;
+  if (!done && now - last_report_ < t_scope->interval()) return;
+  if (done && now - start_ < t_scope->interval()) return;
   last_report_ = now;
   reported_done_ = done;
   ReadProgress p;
@@ -130,7 +133,7 @@ void RowStream::report(bool done) {
   p.bytes_total = bytes_total_;
   p.seconds = now - start_;
   p.done = done;
-  (*t_sink)(p);
+  t_scope->report(p);
 }
 
 bool SlicedRows::next(Row& row) {

@@ -62,18 +62,23 @@ struct ReadProgress {
 std::string read_progress_text(const ReadProgress& progress);
 
 // Where progress goes on this thread while the scope lives (scopes nest; the run harness logs it, `data
-// preview` prints it). Reports come every 64k rows and at the end.
+// preview` prints it). A stream reports after each 64k rows once `interval` seconds have passed since its
+// last report, and at its end when it took that long: a small dataset says nothing.
 using ReadProgressSink = std::function<void(const ReadProgress&)>;
 class ReadProgressScope {
  public:
-  explicit ReadProgressScope(ReadProgressSink sink);
+  explicit ReadProgressScope(ReadProgressSink sink, double interval = 1.0);
   ~ReadProgressScope();
   ReadProgressScope(const ReadProgressScope&) = delete;
   ReadProgressScope& operator=(const ReadProgressScope&) = delete;
 
+  void report(const ReadProgress& progress) const { sink_(progress); }
+  double interval() const { return interval_; }
+
  private:
-  ReadProgressSink* previous_;
+  const ReadProgressScope* previous_;
   ReadProgressSink sink_;
+  double interval_;
 };
 
 // The rows of a dataset: local files in one format (see load_rows in row_sources.h), one after the other.

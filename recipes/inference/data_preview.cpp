@@ -12,24 +12,21 @@
 
 namespace tb::inference {
 
-DataPreview preview_dataset(const config::Config& config, size_t max_samples) {
-  const auto& registry = components::builtin();
-  const YAML::Node tokenizer_node = config.at("tokenizer");
-  if (!tokenizer_node.IsDefined()) throw std::runtime_error("the config has no tokenizer");
-  if (!config.at("dataset").IsDefined()) throw std::runtime_error("the config has no dataset");
-  const auto tokenizer = registry.build<std::shared_ptr<data::Tokenizer>>(tokenizer_node);
-  if (!tokenizer) throw std::runtime_error("the tokenizer component built nothing");
+namespace {
+
+DataPreview build_preview(const config::Config& config, const std::shared_ptr<data::Tokenizer>& tokenizer,
+                          size_t max_samples, uint64_t max_rows) {
   data::DatasetContext context;
   context.tokenizer = tokenizer;
-  const auto dataset = data::build_dataset(registry, config.at("dataset"), context);
-
+  context.max_rows = max_rows;
+  const auto dataset = data::build_dataset(components::builtin(), config.at("dataset"), context);
   DataPreview p;
   p.description = dataset->description();
   const auto* hf = dynamic_cast<const data::HfTokenizer*>(tokenizer.get());
   if (hf && hf->chat_template()) {
     p.formatting = "the model's chat template (" + hf->chat_template()->origin() + ")";
   } else {
-    const YAML::Node name = tokenizer_node["_component_"];
+    const YAML::Node name = config.at("tokenizer")["_component_"];
     p.formatting = "the tokenizer's own formatting (" + (name.IsScalar() ? name.Scalar() : std::string("?")) + ")";
   }
   p.total_samples = dataset->size();
@@ -51,6 +48,23 @@ DataPreview preview_dataset(const config::Config& config, size_t max_samples) {
     p.samples.push_back(std::move(sample));
   }
   return p;
+}
+
+}  // namespace
+
+DataPreview preview_dataset(const config::Config& config, size_t max_samples,
+                            const std::function<void(const DataPreview&)>& first_rows) {
+  const YAML::Node tokenizer_node = config.at("tokenizer");
+  if (!tokenizer_node.IsDefined()) throw std::runtime_error("the config has no tokenizer");
+  if (!config.at("dataset").IsDefined()) throw std::runtime_error("the config has no dataset");
+  const auto tokenizer = components::builtin().build<std::shared_ptr<data::Tokenizer>>(tokenizer_node);
+  if (!tokenizer) throw std::runtime_error("the tokenizer component built nothing");
+  if (first_rows) {
+    DataPreview first = build_preview(config, tokenizer, max_samples, kPreviewRows);
+    if (!first.stats.row_limit_reached) return first;  // that was every row
+    first_rows(first);
+  }
+  return build_preview(config, tokenizer, max_samples, 0);
 }
 
 namespace {
@@ -95,16 +109,21 @@ nlohmann::ordered_json preview_json(const DataPreview& p) {
   return out;
 }
 
-std::string preview_text(const DataPreview& p, bool color) {
-  const auto c = counts_json(p);
-  std::string out = p.description + "\n";
-  out += "formatting: " + p.formatting + "\n";
+std::string preview_counts_text(const DataPreview& p) {
   char share[32];
-  std::snprintf(share, sizeof share, "%.1f%%", 100.0 * c["masked_share"].get<double>());
+  std::snprintf(share, sizeof share, "%.1f%%", 100.0 * counts_json(p)["masked_share"].get<double>());
+  std::string out = p.stats.row_limit_reached ? "the first " + std::to_string(p.stats.rows) + " rows: " : "";
   out += "samples " + std::to_string(p.total_samples) + ", tokens " + std::to_string(p.stats.tokens) + " (" + share +
          " masked), truncated " + std::to_string(p.stats.truncated) + ", bad rows " + std::to_string(p.stats.bad_rows) +
          ", fully masked " + std::to_string(p.stats.fully_masked) + "\n";
   for (const auto& w : p.warnings) out += "warning: " + w + "\n";
+  return out;
+}
+
+std::string preview_text(const DataPreview& p, bool color) {
+  std::string out = p.description + "\n";
+  out += "formatting: " + p.formatting + "\n";
+  out += preview_counts_text(p);
   const std::string open = color ? "\x1b[2m" : "\xE2\x9F\xA6", close = color ? "\x1b[0m" : "\xE2\x9F\xA7";
   out += color ? "(masked text dim)\n" : "(masked text between \xE2\x9F\xA6 and \xE2\x9F\xA7)\n";
   for (size_t i = 0; i < p.samples.size(); ++i) {
