@@ -28,17 +28,22 @@
 #include <QVBoxLayout>
 
 #include "GetModelDialog.h"
+#include "DatasetChoice.h"
+#include "HubDatasetDialog.h"
+#include "LocalDatasetsDialog.h"
 #include "LocalModelsDialog.h"
 #include "ModelInfo.h"
 #include "checkpoint/checkpoint_files.h"
 #include "checkpoint/hf_config.h"
 #include "compile/machine_info.h"
 #include "components/builtin.h"
+#include "components/hub_datasets.h"
 #include "config/interrupt.h"
 #include "config/registry.h"
 #include "config/user_dirs.h"
 #include "config/yaml_edit.h"
 #include "data/dataset.h"
+#include "data/hub_dataset_layout.h"
 #include "data/row_sources.h"
 #include "hub/cached_models.h"
 
@@ -66,6 +71,8 @@ const char* const kCompileTooltip =
     "measures yours, and docs/compile.md holds the table measured on the project's machines.</p>";
 
 constexpr const char* kChooseFile = "Choose file…";
+constexpr const char* kFromHub = "From the Hub…";
+constexpr const char* kLocalDatasets = "Datasets on this computer…";
 
 // A wheel turned over the form scrolls the form: a combo or spin box changes only once it was clicked
 // (it has focus), so a value never changes because the pointer passed over it.
@@ -383,8 +390,26 @@ void RunSetupPanel::connectEdits() {
         return;
       }
     }
-    if (path.isEmpty()) return;
     QString error;
+    if (path == kFromHub) {
+      HubDatasetDialog dialog(this);
+      if (hubDatasetHook_) hubDatasetHook_(dialog);
+      else dialog.exec();
+      if (dialog.result() == QDialog::Accepted && !useHubDataset(dialog.repo(), dialog.configName(), dialog.split(), &error))
+        QMessageBox::warning(this, "Dataset from the Hub", error);
+      refreshFromDocument();
+      return;
+    }
+    if (path == kLocalDatasets) {
+      LocalDatasetsDialog dialog(this);
+      if (localDatasetsHook_) localDatasetsHook_(dialog);
+      else dialog.exec();
+      if (!dialog.repo().isEmpty() && !useHubDataset(dialog.repo(), {}, "train", &error))
+        QMessageBox::warning(this, "Datasets on this computer", error);
+      refreshFromDocument();
+      return;
+    }
+    if (path.isEmpty()) return;
     if (!useDatasetFile(path, &error)) QMessageBox::warning(this, "Dataset", error);
   });
 }
@@ -462,6 +487,8 @@ void RunSetupPanel::fillDatasetCombo() {
   for (const QString& path : bundledDatasets())
     if (QFileInfo(path) != QFileInfo(current)) dataset_->addItem("bundled: " + QFileInfo(path).fileName(), path);
   dataset_->addItem(kChooseFile, QString(kChooseFile));
+  dataset_->addItem(kFromHub, QString(kFromHub));
+  dataset_->addItem(kLocalDatasets, QString(kLocalDatasets));
   dataset_->setCurrentIndex(0);
 }
 
@@ -537,64 +564,42 @@ bool RunSetupPanel::openModelFolder(const QString& folder, QString* error) {
 }
 
 bool RunSetupPanel::useDatasetFile(const QString& path, QString* error) {
-  // The first row decides, read by the same code the recipes read it with (so a malformed file gets the
-  // CLI's file:line message): instruction/output -> alpaca, messages/conversations -> chat, text -> text.
   const QString suffix = QFileInfo(path).suffix().toLower();
   const bool plainText = suffix == "txt";
   const std::string source = plainText                                               ? "text"
                              : (suffix == "csv" || suffix == "tsv" || suffix == "tab") ? "csv"
                              : suffix == "parquet"                                     ? "parquet"
                                                                                        : "json";
-  QString component = "torchtune.datasets.text_completion_dataset";
-  QVector<ConfigEdit> extra;
   try {
     // Only the first row is read: a file of gigabytes opens at once.
     tb::data::Row row;
     if (!tb::data::open_rows(source, {path.toStdString()})->next(row)) throw std::runtime_error(path.toStdString() + ": no rows");
-    tb::data::require_readable(row);
-    const auto& first = row.value;
-    auto has = [&](const char* key) { return first.is_object() && first.contains(key); };
-    if (plainText) {
-    } else if (has("instruction") || has("output")) {
-      component = "torchtune.datasets.alpaca_dataset";
-    } else if (has("messages") || has("conversations")) {
-      component = "torchtune.datasets.chat_dataset";
-      const std::string column = has("messages") ? "messages" : "conversations";
-      extra << ConfigEdit::set("dataset.conversation_column", YAML::Node(column));
-      extra << ConfigEdit::set("dataset.conversation_style", YAML::Node(column == "messages" ? "openai" : "sharegpt"));
-    } else if (has("text")) {
-      extra << ConfigEdit::set("dataset.column", YAML::Node("text"));
-    } else {
-      throw tb::data::DataError(path.toStdString(), row.line,
-                                "the first row has none of instruction/output, messages, conversations or text");
-    }
+    YAML::Node where(YAML::NodeType::Map);
+    where["source"] = source;
+    where["data_files"] = QFileInfo(path).absoluteFilePath().toStdString();
+    doc_->apply(datasetEdits(*doc_, datasetChoiceFor(row, plainText), where));
   } catch (const std::exception& e) {
     if (error) *error = QString::fromStdString(e.what());
     return false;
   }
-  const QString abs = QFileInfo(path).absoluteFilePath();
-  // Same kind of dataset: the file and its format change, its other arguments stay.
-  if (doc_->scalar("dataset._component_") == component) {
-    doc_->apply({ConfigEdit::set("dataset.source", YAML::Node(source)),
-                 ConfigEdit::set("dataset.data_files", YAML::Node(abs.toStdString()))});
-  } else {
-    YAML::Node node(YAML::NodeType::Map);
-    node["_component_"] = component.toStdString();
-    node["source"] = source;
-    node["data_files"] = abs.toStdString();
-    // What the old dataset said that the new component takes too (train_on_input, packed, split, ...)
-    // stays: the builders' defaults differ (alpaca_dataset trains on the prompt unless told not to).
-    const YAML::Node old = doc_->value("dataset");
-    if (const auto* spec = tb::components::builtin().find(component.toStdString()); spec && old.IsDefined() && old.IsMap())
-      for (auto it = old.begin(); it != old.end(); ++it) {
-        const std::string key = it->first.Scalar();
-        if (node[key] || key == "column" || key == "conversation_column" || key == "conversation_style") continue;
-        for (const auto& a : spec->args)
-          if (a.name == key) node[key] = YAML::Clone(it->second);
-      }
-    QVector<ConfigEdit> edits = {ConfigEdit::set("dataset", node)};
-    edits += extra;
-    doc_->apply(edits);
+  refreshFromDocument();
+  return true;
+}
+
+bool RunSetupPanel::useHubDataset(const QString& repo, const QString& configName, const QString& split, QString* error) {
+  try {
+    tb::components::HubDatasetRequest r{repo.toStdString(), configName.toStdString(), "train", {}, {}};
+    r.split = tb::data::parse_split(split.toStdString()).parts.at(0).split;
+    tb::data::Row row;
+    if (!tb::components::open_hub_dataset(r, std::nullopt)->next(row)) throw std::runtime_error(repo.toStdString() + ": no rows");
+    YAML::Node where(YAML::NodeType::Map);
+    where["source"] = repo.toStdString();
+    if (!configName.isEmpty()) where["name"] = configName.toStdString();
+    where["split"] = split.toStdString();
+    doc_->apply(datasetEdits(*doc_, datasetChoiceFor(row, false), where));
+  } catch (const std::exception& e) {
+    if (error) *error = QString::fromStdString(e.what());
+    return false;
   }
   refreshFromDocument();
   return true;

@@ -27,6 +27,8 @@ namespace tb::ui {
 
 class GetModelDialog;
 class LocalModelsDialog;
+class HubDatasetDialog;
+class LocalDatasetsDialog;
 
 class RunSetupPanel : public QWidget {
   Q_OBJECT
@@ -37,8 +39,12 @@ class RunSetupPanel : public QWidget {
   // Points the model at a Hugging Face checkpoint folder (config.json + safetensors); false with the
   // reason when its config.json cannot be read. The button's dialog calls this.
   bool openModelFolder(const QString& folder, QString* error = nullptr);
-  // Uses a data file (json, jsonl or txt) as the dataset, picking the dataset component from its shape.
+  // Uses a data file (json, jsonl, csv, parquet or txt) as the dataset, picking the dataset component from
+  // its first row.
   bool useDatasetFile(const QString& path, QString* error = nullptr);
+  // Uses a Hub dataset (source: org/name, its config and split) likewise; its first row is read from the
+  // cache, or fetched.
+  bool useHubDataset(const QString& repo, const QString& configName, const QString& split, QString* error = nullptr);
   // Re-reads every widget from the document (after a text edit or a load).
   void refreshFromDocument();
 
@@ -78,6 +84,9 @@ class RunSetupPanel : public QWidget {
   QPushButton* localModelsButton() const { return localModels_; }
   // Runs "On this computer…"'s dialog instead of exec() (tests drive it); the folder it chose is opened.
   void setLocalModelsHook(std::function<void(LocalModelsDialog&)> hook) { localModelsHook_ = std::move(hook); }
+  // Run the dataset box's "From the Hub…" and "Datasets on this computer…" dialogs instead of exec() (tests).
+  void setHubDatasetHook(std::function<void(HubDatasetDialog&)> hook) { hubDatasetHook_ = std::move(hook); }
+  void setLocalDatasetsHook(std::function<void(LocalDatasetsDialog&)> hook) { localDatasetsHook_ = std::move(hook); }
 
  Q_SIGNALS:
   void previewReady();
@@ -94,6 +103,8 @@ class RunSetupPanel : public QWidget {
   ConfigDocument* doc_;
   std::function<void(GetModelDialog&)> getModelHook_;
   std::function<void(LocalModelsDialog&)> localModelsHook_;
+  std::function<void(HubDatasetDialog&)> hubDatasetHook_;
+  std::function<void(LocalDatasetsDialog&)> localDatasetsHook_;
   bool refreshing_ = false;
   QComboBox* model_;
   QPushButton* openModel_;

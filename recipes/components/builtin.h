@@ -15,7 +15,8 @@ const config::Registry& builtin();
 // One family each, in the order builtin() registers them; tests build partial registries from them.
 void register_models(config::Registry& registry);          // decoders, LoRA / QLoRA variants, from_hf_config
 void register_checkpointers(config::Registry& registry);   // FullModelHFCheckpointer
-void register_data(config::Registry& registry);            // tokenizers and datasets
+void register_data(config::Registry& registry);            // tokenizers and datasets (register_datasets)
+void register_datasets(config::Registry& registry);        // dataset components: local files and Hub datasets
 void register_metric_loggers(config::Registry& registry);  // DiskLogger, StdoutLogger, TensorBoardLogger (WandB, Comet, MLflow refused), the profiler
 void register_optim(config::Registry& registry);           // optimizers, LR schedules, losses
 

@@ -139,6 +139,73 @@ std::unique_ptr<data::RowStream> open_hub_dataset(const HubDatasetRequest& reque
   return data::open_rows(source, files, delimiter, source == "json" ? field : std::string());
 }
 
+HubDatasetInfo inspect_hub_dataset(const HubDatasetRequest& request) {
+  HubDatasetInfo info;
+  std::string revision = "main";
+  std::vector<std::string> paths;
+  std::string readme, config_name = request.config_name, data_dir = request.data_dir;
+  fs::path snapshot;  // offline: the cached snapshot read
+  hub::DownloadOptions o;
+  o.repo_id = request.repo;
+  o.type = hub::RepoType::Dataset;
+  const auto list = [&] {
+    o.revision = revision;
+    o.include.clear();
+    if (hub::hub_offline()) {
+      const hub::RepoCache cache(hub::hub_cache_dir(), hub::RepoType::Dataset, request.repo);
+      const auto commit = cache.commit_of(revision);
+      if (!commit) throw hub::HubError("dataset " + request.repo + " is not in the cache and this is offline");
+      info.commit = *commit;
+      snapshot = cache.snapshot(*commit);
+      paths = hub::snapshot_files(snapshot);
+      readme = fs::exists(snapshot / "README.md") ? read_text(snapshot / "README.md") : std::string();
+      return;
+    }
+    const hub::DownloadPlan plan = hub::plan_download(o);
+    info.commit = plan.commit;
+    paths = plan.paths;
+    readme.clear();
+    if (std::find(paths.begin(), paths.end(), "README.md") != paths.end()) {
+      o.include = {"README.md"};
+      readme = read_text(fs::path(hub::download(o).folder) / "README.md");
+    }
+  };
+  list();
+  info.configs = data::dataset_config_names(readme);
+  try {
+    info.splits = data::dataset_splits(request.repo, paths, readme, config_name, data_dir, request.data_files);
+  } catch (const std::invalid_argument& e) {
+    if (std::string(e.what()).find("loading script") == std::string::npos) throw;
+    // A script dataset: what the Hub's Parquet copy holds, a folder a config.
+    revision = kConvertedRevision;
+    info.converted = true;
+    list();
+    std::vector<std::string> dirs;
+    for (const auto& p : paths)
+      if (const auto slash = p.find('/'); slash != std::string::npos) dirs.push_back(p.substr(0, slash));
+    std::sort(dirs.begin(), dirs.end());
+    dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
+    info.configs = dirs;
+    data_dir = converted_config_dir(request.repo, paths, config_name);
+    config_name.clear();
+    info.splits = data::dataset_splits(request.repo, paths, readme, config_name, data_dir, request.data_files);
+  }
+  const auto split = data::resolve_dataset_split(request.repo, paths, readme, config_name, request.split, data_dir,
+                                                 request.data_files);
+  info.files = split.files;
+  if (!snapshot.empty()) {
+    std::error_code ec;
+    for (const auto& f : split.files) info.bytes += int64_t(fs::file_size(snapshot / f, ec));
+  } else {
+    o.revision = revision;
+    o.include = split.files;
+    const hub::DownloadPlan plan = hub::plan_download(o);
+    info.bytes = plan.bytes;
+    info.bytes_to_fetch = plan.bytes_to_fetch;
+  }
+  return info;
+}
+
 void fetch_config_datasets(const config::Config& cfg, const HubProgress& progress) {
   const YAML::Node dataset = cfg.at("dataset");
   std::vector<YAML::Node> nodes;

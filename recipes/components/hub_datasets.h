@@ -35,6 +35,19 @@ using HubProgress = std::function<void(const std::string& repo, const hub::Downl
 std::unique_ptr<data::RowStream> open_hub_dataset(const HubDatasetRequest& request, std::optional<char> delimiter,
                                                   const std::string& field = {}, const HubProgress& progress = {});
 
+// What a Hub dataset offers and what one of its splits would download, without downloading it (the file
+// list and the card only): the window's "From the Hub…" dataset dialog. Offline, from the cache.
+struct HubDatasetInfo {
+  std::string commit;
+  bool converted = false;            // a script dataset, read from its refs/convert/parquet copy
+  std::vector<std::string> configs;  // the card's configs (a converted copy: its folders); empty: one
+  std::vector<std::string> splits;   // of the asked config
+  std::vector<std::string> files;    // the asked split's, repo-relative
+  int64_t bytes = 0;                 // theirs
+  int64_t bytes_to_fetch = 0;        // not yet in the cache
+};
+HubDatasetInfo inspect_hub_dataset(const HubDatasetRequest& request);
+
 // Fetches what the config's Hub datasets (dataset:, a map or a list of them) read, before the run builds
 // them, so that its log can say what it waits for.
 void fetch_config_datasets(const config::Config& cfg, const HubProgress& progress);

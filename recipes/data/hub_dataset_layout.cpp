@@ -453,11 +453,12 @@ Layout resolve_layout(const std::string& repo_id, const std::vector<std::string>
   if (std::binary_search(files.begin(), files.end(), script))
     fail(repo_id + (any_data ? " is built by its loading script " + script + ", which datasets no longer runs"
                              : " holds only a loading script") + script_hint);
+  // A script under another name and no data: a loading-script repo too, whatever config is asked for.
+  const bool has_py = std::any_of(files.begin(), files.end(), [](const std::string& f) {
+    return f.size() > 3 && f.compare(f.size() - 3, 3, ".py") == 0;
+  });
+  if (has_py && !any_data) fail(repo_id + " holds only a loading script" + script_hint);
   const auto no_data = [&](const std::string& where) -> void {
-    const bool has_py = std::any_of(files.begin(), files.end(), [](const std::string& f) {
-      return f.size() > 3 && f.compare(f.size() - 3, 3, ".py") == 0;
-    });
-    if (has_py && !any_data) fail(repo_id + " holds only a loading script" + script_hint);
     fail(repo_id + " holds no supported data files" + where + " (files: " + join(files) + ")");
   };
 

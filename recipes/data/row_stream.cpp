@@ -137,6 +137,7 @@ void RowStream::report(bool done) {
 }
 
 bool SlicedRows::next(Row& row) {
+  if (begin_ >= end_) return false;  // an empty slice reads nothing
   while (at_ < begin_) {
     if (!rows_->next(row)) return false;
     ++at_;

@@ -9,23 +9,31 @@ namespace fs = std::filesystem;
 
 namespace tb::hub {
 
-std::vector<CachedModel> cached_models(const std::string& cache_dir) {
+namespace {
+
+// Per repo of `type` in the cache, the snapshot refs/main names (else the newest one) that holds `marker`
+// ("" : any snapshot); sorted by repo id.
+std::vector<CachedModel> cached_repos(const std::string& cache_dir, RepoType type, const std::string& marker) {
   const fs::path root = cache_dir.empty() ? fs::path(hub_cache_dir()) : fs::path(cache_dir);
+  const std::string prefix = type == RepoType::Model ? "models--" : "datasets--";
   std::vector<CachedModel> out;
   std::error_code ec;
+  const auto usable = [&](const fs::path& snapshot) {
+    return fs::is_directory(snapshot, ec) && (marker.empty() || fs::exists(snapshot / marker, ec));
+  };
   for (auto it = fs::directory_iterator(root, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name.rfind("models--", 0) != 0) continue;
+    if (name.rfind(prefix, 0) != 0) continue;
     // models--org--name: the first "--" after the prefix separates org and name.
-    std::string repo = name.substr(8);
+    std::string repo = name.substr(prefix.size());
     if (const auto sep = repo.find("--"); sep != std::string::npos) repo.replace(sep, 2, "/");
-    const RepoCache cache(root, RepoType::Model, repo);
+    const RepoCache cache(root, type, repo);
     std::optional<std::string> commit = cache.commit_of("main");
-    if (!commit || !fs::exists(cache.snapshot(*commit) / "config.json", ec)) {  // else the newest snapshot
+    if (!commit || !usable(cache.snapshot(*commit))) {  // else the newest snapshot
       commit.reset();
       fs::file_time_type newest{};
       for (auto s = fs::directory_iterator(it->path() / "snapshots", ec); !ec && s != fs::directory_iterator(); s.increment(ec)) {
-        if (!fs::exists(s->path() / "config.json", ec)) continue;
+        if (!usable(s->path())) continue;
         const auto t = fs::last_write_time(s->path(), ec);
         if (!commit || t > newest) commit = s->path().filename().string(), newest = t;
       }
@@ -43,6 +51,16 @@ std::vector<CachedModel> cached_models(const std::string& cache_dir) {
   }
   std::sort(out.begin(), out.end(), [](const CachedModel& a, const CachedModel& b) { return a.repo_id < b.repo_id; });
   return out;
+}
+
+}  // namespace
+
+std::vector<CachedModel> cached_models(const std::string& cache_dir) {
+  return cached_repos(cache_dir, RepoType::Model, "config.json");
+}
+
+std::vector<CachedModel> cached_datasets(const std::string& cache_dir) {
+  return cached_repos(cache_dir, RepoType::Dataset, "");
 }
 
 std::string snapshot_repo_id(const std::string& folder) {

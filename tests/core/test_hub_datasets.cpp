@@ -14,6 +14,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
@@ -91,7 +92,12 @@ class TestHubDatasets : public QObject {
         "await copy('rn <= 1000', 'train0.parquet');\n"
         "await copy('rn > 1000 AND rn <= 2000', 'train1.parquet');\n"
         "await copy('rn > 2000', 'test.parquet');\n"
-        "await copy('true', 'all.parquet');\n";
+        "await copy('true', 'all.parquet');\n"
+        // The named builders' repos: SAMSum's and CNN / DailyMail's columns over the first 300 rows.
+        "const named = (select, file) => con.run(`COPY (SELECT ${select} FROM t WHERE rn <= 300 ORDER BY rn) TO '" + out +
+        "/${file}' (FORMAT parquet)`);\n"
+        "await named('instruction AS dialogue, output AS summary', 'samsum.parquet');\n"
+        "await named('output AS article, instruction AS highlights', 'cnn.parquet');\n";
     QProcess writer;
     writer.setWorkingDirectory(ref);
     writer.start(node, {"--input-type=module", "-e", QString::fromStdString(script)});
@@ -101,7 +107,34 @@ class TestHubDatasets : public QObject {
     for (const auto& r : rows_) jsonl += r.dump() + "\n";
     tbtest::write_file(path("second.jsonl"), jsonl);
 
+    // The same 300 rows under other columns, as JSON Lines: the grammar and wikitext repos' files.
+    const auto renamed = [&](const std::string& name, const std::map<std::string, std::string>& columns, size_t begin) {
+      std::string lines;
+      for (size_t i = begin; i < begin + 300; ++i) {
+        nlohmann::json row;
+        for (const auto& [to, from] : columns) row[to] = rows_[i][from];
+        lines += row.dump() + "\n";
+      }
+      tbtest::write_file(path(name), lines);
+    };
+    renamed("grammar.jsonl", {{"input", "instruction"}, {"output", "output"}}, 0);
+    renamed("wiki103.jsonl", {{"page", "output"}}, 0);
+    renamed("wiki2.jsonl", {{"page", "output"}}, 300);
     const auto file = [](const std::string& p) { return nlohmann::json{{"file", p}, {"lfs", true}}; };
+    const std::string wiki_card =
+        "---\nconfigs:\n- config_name: wikitext-103-v1\n  data_files:\n  - split: train\n    path: wikitext-103-v1/train-*\n"
+        "- config_name: wikitext-2-v1\n  data_files:\n  - split: train\n    path: wikitext-2-v1/train-*\n---\n";
+    const auto repo = [&](const std::string& id, const nlohmann::json& files) {
+      return nlohmann::json{{"type", "dataset"}, {"id", id}, {"commits", {{kCommit, {{"files", files}}}}}, {"refs", {{"main", kCommit}}}};
+    };
+    const auto script_repo = [&](const std::string& id, const nlohmann::json& converted) {
+      return nlohmann::json{{"type", "dataset"},
+                            {"id", id},
+                            {"commits", {{kCommit, {{"files", {{"README.md", {{"text", "# scripted\n"}}},
+                                                                {id.substr(id.find('/') + 1) + ".py", {{"text", "import datasets\n"}}}}}}},
+                                         {kConverted, {{"files", converted}}}}},
+                            {"refs", {{"main", kCommit}, {"refs/convert/parquet", kConverted}}}};
+    };
     const std::string card =
         "---\nconfigs:\n- config_name: first\n  data_files:\n  - split: train\n    path: first/train-*.parquet\n"
         "  - split: test\n    path: first/test.parquet\n- config_name: second\n  default: true\n  data_files: second/*.jsonl\n---\n# Two configs\n";
@@ -122,7 +155,15 @@ class TestHubDatasets : public QObject {
            {"commits", {{kCommit, {{"files", {{"README.md", {{"text", "# A script dataset\n"}}},
                                               {"scripted.py", {{"text", "import datasets\n"}}}}}}},
                         {kConverted, {{"files", {{"default/train/0000.parquet", file(out + "/all.parquet")}}}}}}},
-           {"refs", {{"main", kCommit}, {"refs/convert/parquet", kConverted}}}}}}};
+           {"refs", {{"main", kCommit}, {"refs/convert/parquet", kConverted}}}},
+          // The default sources of torchtune's named builders, in the shapes those repos have on the Hub.
+          script_repo("Samsung/samsum", {{"samsum/train/0000.parquet", file(out + "/samsum.parquet")}}),
+          repo("liweili/c4_200m", {{"train.jsonl", file(path("grammar.jsonl"))}}),
+          repo("EleutherAI/wikitext_document_level", {{"README.md", {{"text", wiki_card}}},
+                                                      {"wikitext-103-v1/train-00000-of-00001.jsonl", file(path("wiki103.jsonl"))},
+                                                      {"wikitext-2-v1/train-00000-of-00001.jsonl", file(path("wiki2.jsonl"))}}),
+          script_repo("ccdv/cnn_dailymail", {{"1.0.0/train/0000.parquet", file(out + "/samsum.parquet")},
+                                             {"3.0.0/train/0000.parquet", file(out + "/cnn.parquet")}})}}};
     try {
       server_ = std::make_unique<tbtest::FakeHub>(repos, dir_.path());
     } catch (const std::exception& e) {
@@ -204,6 +245,38 @@ class TestHubDatasets : public QObject {
     QCOMPARE(losses(hub_log), losses(local_log));
     QCOMPARE(losses(hub_log).size(), size_t(2));
     QVERIFY2(hub_log.find("waiting for org/alpaca-cleaned (dataset) from the Hub") != std::string::npos, hub_log.c_str());
+  }
+
+  // torchtune's named builders with their default `source` (and config: wikitext's subset, CNN / DailyMail's
+  // 3.0.0) and columns read what the same rows under those columns read from a local file.
+  void namedBuildersReadTheirDefaultSources() {
+    const auto local_named = [&](const std::string& name, const std::string& component, const std::string& args,
+                                 const std::map<std::string, std::string>& columns, size_t begin) {
+      nlohmann::json part = nlohmann::json::array();
+      for (size_t i = begin; i < begin + 300; ++i) {
+        nlohmann::json row;
+        for (const auto& [to, from] : columns) row[to] = rows_[i][from];
+        part.push_back(row);
+      }
+      tbtest::write_file(path(name), part.dump());
+      return build("_component_: " + component + "\nsource: json\ndata_files: " + path(name) + "\n" + args);
+    };
+    try {
+    compare_samples(*build("_component_: samsum_dataset"),
+                    *local_named("samsum.json", "instruct_dataset", "column_map: {input: dialogue, output: summary}",
+                                 {{"dialogue", "instruction"}, {"summary", "output"}}, 0));
+    compare_samples(*build("_component_: grammar_dataset"),
+                    *local_named("grammar.json", "instruct_dataset", "", {{"input", "instruction"}, {"output", "output"}}, 0));
+    const auto wiki = [&](size_t begin) {
+      return local_named("wiki" + std::to_string(begin) + ".json", "text_completion_dataset", "column: page", {{"page", "output"}}, begin);
+    };
+    compare_samples(*build("_component_: wikitext_dataset"), *wiki(0));
+    compare_samples(*build("_component_: wikitext_dataset\nsubset: wikitext-2-v1"), *wiki(300));
+    compare_samples(*build("_component_: cnn_dailymail_articles_dataset"),
+                    *local_named("cnn.json", "text_completion_dataset", "column: article", {{"article", "output"}}, 0));
+    } catch (const std::exception& e) {
+      QFAIL(e.what());
+    }
   }
 
   // Offline, what was fetched reads from the cache; what was not names the download to run.
