@@ -3,32 +3,17 @@
 // commit. Use (or a double click) closes with repo() chosen.
 #pragma once
 
-#include <QDialog>
-#include <QString>
-
-class QLabel;
-class QPushButton;
-class QTableWidget;
+#include "CachedReposDialog.h"
 
 namespace tb::ui {
 
-class LocalDatasetsDialog : public QDialog {
+class LocalDatasetsDialog : public CachedReposDialog {
   Q_OBJECT
  public:
   explicit LocalDatasetsDialog(QWidget* parent = nullptr);
 
-  QTableWidget* table() const { return table_; }
-  QPushButton* useButton() const { return use_; }
-  QLabel* note() const { return note_; }
-  QString repo() const { return repo_; }  // the one chosen
-
- private:
-  void fill();
-
-  QTableWidget* table_;
-  QLabel* note_;
-  QPushButton* use_;
-  QString repo_;
+  QPushButton* useButton() const { return actionButton(); }
+  QString repo() const { return chosen(); }  // the one chosen
 };
 
 }  // namespace tb::ui

@@ -3,32 +3,17 @@
 // on disk, commit. Open (or a double click) opens one; repos it cannot train are counted, not listed.
 #pragma once
 
-#include <QDialog>
-#include <QString>
-
-class QLabel;
-class QPushButton;
-class QTableWidget;
+#include "CachedReposDialog.h"
 
 namespace tb::ui {
 
-class LocalModelsDialog : public QDialog {
+class LocalModelsDialog : public CachedReposDialog {
   Q_OBJECT
  public:
   explicit LocalModelsDialog(QWidget* parent = nullptr);
 
-  QTableWidget* table() const { return table_; }
-  QPushButton* openButton() const { return open_; }
-  QLabel* note() const { return note_; }
-  QString folder() const { return folder_; }  // the one opened
-
- private:
-  void fill();
-
-  QTableWidget* table_;
-  QLabel* note_;
-  QPushButton* open_;
-  QString folder_;
+  QPushButton* openButton() const { return actionButton(); }
+  QString folder() const { return chosen(); }  // the one opened
 };
 
 }  // namespace tb::ui
