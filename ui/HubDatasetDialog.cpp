@@ -77,7 +77,11 @@ HubDatasetDialog::HubDatasetDialog(QWidget* parent)
   connect(use_, &QPushButton::clicked, this, &QDialog::accept);
   connect(close, &QPushButton::clicked, this, &HubDatasetDialog::reject);
   connect(repo_, &QLineEdit::returnPressed, this, &HubDatasetDialog::check);
-  connect(repo_, &QLineEdit::textChanged, this, [this] { use_->setEnabled(false); });
+  // Use takes what First rows read: any change asks for it again.
+  const auto stale = [this] { use_->setEnabled(false); };
+  connect(repo_, &QLineEdit::textChanged, this, stale);
+  connect(split_, &QLineEdit::textChanged, this, stale);
+  connect(config_, &QComboBox::currentTextChanged, this, stale);
   setBusy(false);
   use_->setEnabled(false);
 }
@@ -148,7 +152,6 @@ void HubDatasetDialog::check() {
         self->config_->addItems(configs);
         self->config_->setCurrentText(current.isEmpty() ? configs.front() : current);
       }
-      self->use_->setEnabled(ok);
       Q_EMIT self->checked(ok);
     }, Qt::QueuedConnection);
   });
@@ -175,27 +178,30 @@ void HubDatasetDialog::showFirstRows() {
         if (self) self->status_->setText("Fetching: " + line);
       }, Qt::QueuedConnection);
     };
+    tb::data::Row first;
     try {
       const auto rows = tb::components::open_hub_dataset(request, std::nullopt, {}, progress);
       int n = 0;
       for (tb::data::Row row; n < kShownRows && rows->next(row); ++n) {
+        if (n == 0) first = row;
         const std::string value = row.error.empty() ? row.value.dump(2) : "(this row cannot be read: " + row.error + ")";
         html += "<p><b>" + QString::fromStdString(row.file + ":" + std::to_string(row.line)).toHtmlEscaped() + "</b></p><pre>" +
                 QString::fromStdString(value.substr(0, 4000)).toHtmlEscaped() + "</pre>";
       }
-      ok = true;
+      ok = n > 0;
       text = QString("The first %1 row(s) of %2, as the dataset reads them.").arg(n).arg(QString::fromStdString(request.split));
     } catch (const config::Interrupted&) {
       text = "Stopped (what was fetched is kept: the next try resumes it).";
     } catch (const std::exception& e) {
       text = QString::fromStdString(e.what());
     }
-    QMetaObject::invokeMethod(self, [self, ok, text, html] {
+    QMetaObject::invokeMethod(self, [self, ok, text, html, first] {
       if (!self) return;
       self->finish();
       self->status_->setText(text);
       self->shown_->setHtml(html);
-      if (ok) self->use_->setEnabled(true);
+      self->firstRow_ = first;
+      self->use_->setEnabled(ok);
       Q_EMIT self->rowsShown(ok);
     }, Qt::QueuedConnection);
   });

@@ -2,14 +2,18 @@
 // split (with Hugging Face's slicing). Check asks the Hub what the repo holds (its configs and splits, the
 // split's files and the size to download) without fetching data; First rows downloads the split's files
 // into the shared cache, with progress and Stop, and shows its first rows as the dataset reads them. Use
-// closes with the choice (repo(), configName(), split()), for the panel to make it the config's dataset.
+// (once the first rows are shown, for the repo, config and split as they are) closes with the choice
+// (repo(), configName(), split(), firstRow()), for the panel to make it the config's dataset.
 #pragma once
 
 #include <QDialog>
 #include <QString>
 
 #include <atomic>
+#include <functional>
 #include <memory>
+
+#include "data/json_rows.h"
 
 class QComboBox;
 class QLabel;
@@ -40,6 +44,7 @@ class HubDatasetDialog : public QDialog {
   QString repo() const;
   QString configName() const;
   QString split() const;
+  const tb::data::Row& firstRow() const { return firstRow_; }  // the split's first row, read by First rows
 
   void check();          // checked() when the Hub (or the cache, offline) answered
   void showFirstRows();  // rowsShown() when the rows are shown or could not be
@@ -65,6 +70,7 @@ class HubDatasetDialog : public QDialog {
   QPushButton* use_;
   QLabel* status_;
   QTextBrowser* shown_;
+  tb::data::Row firstRow_;
   std::atomic<bool> stopFlag_{false};
   struct JoinThread {
     void operator()(QThread* thread) const;

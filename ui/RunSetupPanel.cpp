@@ -395,7 +395,8 @@ void RunSetupPanel::connectEdits() {
       HubDatasetDialog dialog(this);
       if (hubDatasetHook_) hubDatasetHook_(dialog);
       else dialog.exec();
-      if (dialog.result() == QDialog::Accepted && !useHubDataset(dialog.repo(), dialog.configName(), dialog.split(), &error))
+      if (dialog.result() == QDialog::Accepted &&
+          !useHubDataset(dialog.repo(), dialog.configName(), dialog.split(), &error, &dialog.firstRow()))
         QMessageBox::warning(this, "Dataset from the Hub", error);
       refreshFromDocument();
       return;
@@ -586,12 +587,14 @@ bool RunSetupPanel::useDatasetFile(const QString& path, QString* error) {
   return true;
 }
 
-bool RunSetupPanel::useHubDataset(const QString& repo, const QString& configName, const QString& split, QString* error) {
+bool RunSetupPanel::useHubDataset(const QString& repo, const QString& configName, const QString& split, QString* error,
+                                  const tb::data::Row* firstRow) {
   try {
     tb::components::HubDatasetRequest r{repo.toStdString(), configName.toStdString(), "train", {}, {}};
     r.split = tb::data::parse_split(split.toStdString()).parts.at(0).split;
-    tb::data::Row row;
-    if (!tb::components::open_hub_dataset(r, std::nullopt)->next(row)) throw std::runtime_error(repo.toStdString() + ": no rows");
+    tb::data::Row row = firstRow ? *firstRow : tb::data::Row{};
+    if (!firstRow && !tb::components::open_hub_dataset(r, std::nullopt)->next(row))
+      throw std::runtime_error(repo.toStdString() + ": no rows");
     YAML::Node where(YAML::NodeType::Map);
     where["source"] = repo.toStdString();
     if (!configName.isEmpty()) where["name"] = configName.toStdString();

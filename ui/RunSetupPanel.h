@@ -13,6 +13,10 @@
 #include "ConfigDocument.h"
 #include "DatasetPreview.h"
 
+namespace tb::data {
+struct Row;
+}
+
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
@@ -42,9 +46,10 @@ class RunSetupPanel : public QWidget {
   // Uses a data file (json, jsonl, csv, parquet or txt) as the dataset, picking the dataset component from
   // its first row.
   bool useDatasetFile(const QString& path, QString* error = nullptr);
-  // Uses a Hub dataset (source: org/name, its config and split) likewise; its first row is read from the
-  // cache, or fetched.
-  bool useHubDataset(const QString& repo, const QString& configName, const QString& split, QString* error = nullptr);
+  // Uses a Hub dataset (source: org/name, its config and split) likewise: `firstRow` when the caller read
+  // it (the Hub dialog), else read from the cache or fetched.
+  bool useHubDataset(const QString& repo, const QString& configName, const QString& split, QString* error = nullptr,
+                     const tb::data::Row* firstRow = nullptr);
   // Re-reads every widget from the document (after a text edit or a load).
   void refreshFromDocument();
 

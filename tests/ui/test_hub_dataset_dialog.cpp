@@ -103,6 +103,7 @@ class TestHubDatasetDialog : public QObject {
       QVERIFY2(d.status()->text().contains("splits train") && d.status()->text().contains("1 file(s), " + size + " (" + size + " to download)"),
                qPrintable(d.status()->text()));
       QVERIFY(!QFileInfo::exists(longFile));
+      QVERIFY(!d.useButton()->isEnabled());  // Use takes the first rows, read next
       d.configBox()->setCurrentText("long");
       d.splitField()->setText("train[:50%]");
       QSignalSpy shown(&d, &tb::ui::HubDatasetDialog::rowsShown);
