@@ -132,6 +132,7 @@ struct RowSource {
   std::vector<std::string> files;
   std::optional<char> delimiter;
   bool skip_bad_rows = false;
+  std::vector<std::string> columns;  // the columns the dataset reads (a Parquet file reads only these)
 
   explicit RowSource(const Args& a)
       : source(a.get_string("source")),
@@ -159,10 +160,11 @@ struct RowSource {
     return std::make_unique<ChainedRows>(std::move(parts));
   }
   std::unique_ptr<RowStream> open_split(const std::string& split_name) const {
-    if (!is_local_format(source)) return open_hub_dataset({source, name, split_name, data_dir, files}, delimiter, field);
+    if (!is_local_format(source))
+      return open_hub_dataset({source, name, split_name, data_dir, files}, delimiter, field, {}, columns);
     if (split_name != "train" && !split_name.empty())
       throw std::invalid_argument("split '" + split_name + "': local files have only the 'train' split");
-    return open_rows(source, files, delimiter, field);
+    return open_rows(source, files, delimiter, field, columns);
   }
   DatasetOrigin origin(const std::string& component, const DatasetContext& ctx) const {
     return {component, files.empty() ? source : files_text(files), skip_bad_rows, ctx.max_rows};
@@ -188,8 +190,17 @@ config::ComponentSpec dataset_spec(const char* name, const char* alias, std::vec
   return spec;
 }
 
-DatasetFactory sft_factory(const Args& args, const std::string& component, MessageTransform transform) {
-  const RowSource source(args);
+// The file's columns a transform reads: each expected column as column_map renames it.
+std::vector<std::string> mapped_columns(const std::map<std::string, std::string>& map, const std::vector<std::string>& expected) {
+  std::vector<std::string> out;
+  for (const auto& e : expected) out.push_back(map.count(e) ? map.at(e) : e);
+  return out;
+}
+
+DatasetFactory sft_factory(const Args& args, const std::string& component, std::vector<std::string> columns,
+                           MessageTransform transform) {
+  RowSource source(args);
+  source.columns = std::move(columns);
   const bool packed = args.get_bool("packed");
   return [=](const DatasetContext& ctx) -> std::shared_ptr<Dataset> {
     const Tokenizer& tok = need_tokenizer(ctx, component);
@@ -202,6 +213,7 @@ DatasetFactory sft_factory(const Args& args, const std::string& component, Messa
 // torchtune's TextCompletionDataset over `column` of the source's rows (a text file's lines: "text").
 DatasetFactory text_factory(const Args& a, RowSource source, const std::string& column, const std::string& component) {
   const std::string col = source.source == "text" ? "text" : column;
+  source.columns = {col};
   const bool add_eos = a.get_bool("add_eos");
   const bool packed = a.get_bool("packed");
   const bool split_across = a.get_bool("split_across_pack");
@@ -234,7 +246,8 @@ void register_input_output(config::Registry& registry, const char* name, const c
     if (o.column_map.empty()) o.column_map = default_columns;
     o.new_system_prompt = optional_string(a, "new_system_prompt");
     o.masking = masking_strategy(a.get_bool("train_on_input"), "");
-    return sft_factory(a, alias, [o](const Row& row) { return input_output_to_messages(row, o); });
+    return sft_factory(a, alias, mapped_columns(o.column_map, {"input", "output"}),
+                       [o](const Row& row) { return input_output_to_messages(row, o); });
   });
 }
 
@@ -254,7 +267,8 @@ void register_datasets(config::Registry& registry) {
           AlpacaOptions o;
           o.column_map = column_map(a, {"instruction", "input", "output"});
           o.masking = masking_strategy(a.get_bool("train_on_input"), "");
-          return sft_factory(a, alias, [o](const Row& row) { return alpaca_to_messages(row, o); });
+          return sft_factory(a, alias, mapped_columns(o.column_map, {"instruction", "input", "output"}),
+                             [o](const Row& row) { return alpaca_to_messages(row, o); });
         });
   };
   register_alpaca("torchtune.datasets.alpaca_dataset", "alpaca_dataset", "tatsu-lab/alpaca");
@@ -287,7 +301,7 @@ void register_datasets(config::Registry& registry) {
             throw arg_error(a, "conversation_style", "must be openai or sharegpt, got '" + o.conversation_style + "'");
           o.new_system_prompt = optional_string(a, "new_system_prompt");
           o.masking = masking_strategy(a.get_bool("train_on_input"), "");
-          return sft_factory(a, "chat_dataset", [o](const Row& row) { return chat_to_messages(row, o); });
+          return sft_factory(a, "chat_dataset", {o.conversation_column}, [o](const Row& row) { return chat_to_messages(row, o); });
         });
   }
   {
@@ -307,7 +321,8 @@ void register_datasets(config::Registry& registry) {
           o.conversation_style = "sharegpt";
           o.new_system_prompt = optional_string(a, "new_system_prompt");
           o.masking = masking_strategy(a.get_bool("train_on_input"), "");
-          return sft_factory(a, "slimorca_dataset", [o](const Row& row) { return chat_to_messages(row, o); });
+          return sft_factory(a, "slimorca_dataset", {o.conversation_column},
+                             [o](const Row& row) { return chat_to_messages(row, o); });
         });
   }
   registry.add<DatasetFactory>(

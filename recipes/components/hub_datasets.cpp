@@ -131,12 +131,13 @@ bool is_local_format(const std::string& source) {
 }
 
 std::unique_ptr<data::RowStream> open_hub_dataset(const HubDatasetRequest& request, std::optional<char> delimiter,
-                                                  const std::string& field, const HubProgress& progress) {
+                                                  const std::string& field, const HubProgress& progress,
+                                                  const std::vector<std::string>& columns) {
   const Located at = locate_any(request, progress);
   std::vector<std::string> files;
   for (const auto& f : at.split.files) files.push_back((at.snapshot / f).string());
   const std::string source = format_source(at.split.format);
-  return data::open_rows(source, files, delimiter, source == "json" ? field : std::string());
+  return data::open_rows(source, files, delimiter, source == "json" ? field : std::string(), columns);
 }
 
 HubDatasetInfo inspect_hub_dataset(const HubDatasetRequest& request) {

@@ -33,7 +33,8 @@ using HubProgress = std::function<void(const std::string& repo, const hub::Downl
 // The split's rows as a stream, in datasets' order. Throws std::invalid_argument / hub::HubError / data errors, one line.
 // `field`: JSON files' records under that key.
 std::unique_ptr<data::RowStream> open_hub_dataset(const HubDatasetRequest& request, std::optional<char> delimiter,
-                                                  const std::string& field = {}, const HubProgress& progress = {});
+                                                  const std::string& field = {}, const HubProgress& progress = {},
+                                                  const std::vector<std::string>& columns = {});
 
 // What a Hub dataset offers and what one of its splits would download, without downloading it (the file
 // list and the card only): the window's "From the Hub…" dataset dialog. Offline, from the cache.

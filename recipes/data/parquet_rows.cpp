@@ -1,5 +1,7 @@
 #include "data/parquet_rows.h"
 
+#include <algorithm>
+
 #include "data/parquet_reader.h"
 #include "data/row_stream.h"
 
@@ -9,11 +11,17 @@ namespace {
 // One row group in memory at a time: the rows of the next are decoded when the last of these is taken.
 class ParquetRowReader : public RowReader {
  public:
-  ParquetRowReader(const std::string& path, std::string name) : file_(path, name), name_(std::move(name)) {}
+  ParquetRowReader(const std::string& path, std::string name, const std::vector<std::string>& columns)
+      : file_(path, name), name_(std::move(name)) {
+    for (const auto& c : columns)
+      if (std::find(file_.columns().begin(), file_.columns().end(), c) != file_.columns().end()) columns_.push_back(c);
+    // None of the asked columns: every column, so that the row says what it has.
+    if (columns_.empty()) columns_ = file_.columns();
+  }
   bool next(Row& row) override {
     while (at_ >= values_.size()) {
       if (group_ >= file_.num_row_groups()) return false;
-      values_ = file_.read_row_group(group_++);
+      values_ = file_.read_row_group(group_++, columns_);
       at_ = 0;
     }
     row = Row{};
@@ -31,6 +39,7 @@ class ParquetRowReader : public RowReader {
  private:
   ParquetFile file_;
   std::string name_;
+  std::vector<std::string> columns_;
   std::vector<nlohmann::ordered_json> values_;
   size_t at_ = 0, group_ = 0;
   int line_ = 0;
@@ -38,8 +47,9 @@ class ParquetRowReader : public RowReader {
 
 }  // namespace
 
-std::unique_ptr<RowReader> open_parquet_rows(const std::string& path, const std::string& display_name) {
-  return std::make_unique<ParquetRowReader>(path, display_name);
+std::unique_ptr<RowReader> open_parquet_rows(const std::string& path, const std::string& display_name,
+                                             const std::vector<std::string>& columns) {
+  return std::make_unique<ParquetRowReader>(path, display_name, columns);
 }
 
 std::vector<Row> read_parquet_rows(const std::string& path, const std::string& display_name) {

@@ -41,7 +41,8 @@ std::vector<std::string> expand_data_files(const std::vector<std::string>& data_
 }
 
 std::unique_ptr<RowStream> open_rows(const std::string& source, const std::vector<std::string>& data_files,
-                                     std::optional<char> delimiter, const std::string& field) {
+                                     std::optional<char> delimiter, const std::string& field,
+                                     const std::vector<std::string>& columns) {
   if (const std::string problem = local_source_problem(source, !data_files.empty()); !problem.empty())
     throw std::invalid_argument(problem);
   if (!field.empty() && source != "json") throw std::invalid_argument("field: only source: json has records under a key");
@@ -55,7 +56,7 @@ std::unique_ptr<RowStream> open_rows(const std::string& source, const std::vecto
       return open_delimited_rows(path, name, delimiter.value_or(delimiter_for(name)));
     };
   } else if (source == "parquet") {
-    open = open_parquet_rows;
+    open = [columns](const std::string& path, const std::string& name) { return open_parquet_rows(path, name, columns); };
   } else {
     open = open_text_rows;
   }

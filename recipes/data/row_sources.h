@@ -25,8 +25,10 @@ namespace tb::data {
 // at a local file. Throws std::invalid_argument / DataError / ParquetError.
 // `field`: json only, the key of a top-level object whose list holds the records.
 // The same rows as a stream, read as they are asked for (what datasets read: they keep only samples).
+// `columns`: the columns the dataset reads; a columnar file (Parquet) reads only those.
 std::unique_ptr<RowStream> open_rows(const std::string& source, const std::vector<std::string>& data_files,
-                                     std::optional<char> delimiter = std::nullopt, const std::string& field = {});
+                                     std::optional<char> delimiter = std::nullopt, const std::string& field = {},
+                                     const std::vector<std::string>& columns = {});
 std::vector<Row> load_rows(const std::string& source, const std::vector<std::string>& data_files,
                            const std::string& split = "train", std::optional<char> delimiter = std::nullopt,
                            const std::string& field = {});

@@ -47,7 +47,9 @@ std::unique_ptr<RowReader> open_json_rows(const std::string& path, const std::st
                                           const std::string& field = {});
 std::unique_ptr<RowReader> open_text_rows(const std::string& path, const std::string& display_name);
 std::unique_ptr<RowReader> open_delimited_rows(const std::string& path, const std::string& display_name, char delimiter);
-std::unique_ptr<RowReader> open_parquet_rows(const std::string& path, const std::string& display_name);
+// `columns`: only these of the file's columns are read (those it lacks are left out); empty: every column.
+std::unique_ptr<RowReader> open_parquet_rows(const std::string& path, const std::string& display_name,
+                                             const std::vector<std::string>& columns = {});
 
 // How far a stream of rows is: what the first pass over a large dataset reports.
 struct ReadProgress {

@@ -22,6 +22,7 @@
 #include "components/builtin.h"
 #include "config/registry.h"
 #include "data/dataset.h"
+#include "data/row_sources.h"
 #include "data/sentencepiece_tokenizer.h"
 #include "dataset_checks.h"
 #include "fake_hub.h"
@@ -274,6 +275,13 @@ class TestHubDatasets : public QObject {
     compare_samples(*build("_component_: wikitext_dataset\nsubset: wikitext-2-v1"), *wiki(300));
     compare_samples(*build("_component_: cnn_dailymail_articles_dataset"),
                     *local_named("cnn.json", "text_completion_dataset", "column: article", {{"article", "output"}}, 0));
+      // A Parquet file reads only the columns a dataset uses (those it lacks left out; none of them: all).
+      tb::data::Row row;
+      QVERIFY(tb::data::open_rows("parquet", {path("parquet") + "/samsum.parquet"}, std::nullopt, {}, {"summary", "absent"})->next(row));
+      QCOMPARE(row.value.size(), size_t(1));
+      QCOMPARE(row.value["summary"].get<std::string>(), rows_[0]["output"].get<std::string>());
+      QVERIFY(tb::data::open_rows("parquet", {path("parquet") + "/samsum.parquet"}, std::nullopt, {}, {"absent"})->next(row));
+      QCOMPARE(row.value.size(), size_t(2));
     } catch (const std::exception& e) {
       QFAIL(e.what());
     }
