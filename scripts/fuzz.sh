@@ -31,7 +31,7 @@ libs=($(pkg-config --libs oniguruma libutf8proc yaml-cpp snappy libzstd liblz4 l
 # The torch-free engine sources the targets reach, each compiled once (make-style: only when newer).
 sources=(recipes/config/*.cpp recipes/text/*.cpp recipes/checkpoint/hf_config.cpp recipes/checkpoint/safetensors_header.cpp
          recipes/models/model_args.cpp
-         recipes/data/json_rows.cpp recipes/data/dataset.cpp recipes/data/bpe_tokenizer.cpp recipes/data/tokenizer.cpp
+         recipes/data/json_rows.cpp recipes/data/csv_rows.cpp recipes/data/row_stream.cpp recipes/data/dataset.cpp recipes/data/bpe_tokenizer.cpp recipes/data/tokenizer.cpp
          recipes/data/parquet_thrift.cpp recipes/data/parquet_pages.cpp recipes/data/parquet_reader.cpp)
 objects=()
 pids=()
