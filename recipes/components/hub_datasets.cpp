@@ -35,14 +35,27 @@ std::string read_text(const fs::path& path) {
   return ss.str();
 }
 
-// The Hub's Parquet copy of a script dataset keeps each config in a folder of its own: `name:`, else the
-// only one (or "default").
-std::string converted_config_dir(const std::string& repo, const std::vector<std::string>& paths, const std::string& name) {
+hub::DownloadOptions revision_options(const std::string& repo, const std::string& revision) {
+  hub::DownloadOptions o;
+  o.repo_id = repo;
+  o.type = hub::RepoType::Dataset;
+  o.revision = revision;
+  return o;
+}
+
+// The Hub's Parquet copy of a script dataset keeps each config in a folder of its own.
+std::vector<std::string> config_dirs(const std::vector<std::string>& paths) {
   std::vector<std::string> dirs;
   for (const auto& p : paths)
     if (const auto slash = p.find('/'); slash != std::string::npos) dirs.push_back(p.substr(0, slash));
   std::sort(dirs.begin(), dirs.end());
   dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
+  return dirs;
+}
+
+// The config folder to read: `name:`, else the only one (or "default").
+std::string converted_config_dir(const std::string& repo, const std::vector<std::string>& paths, const std::string& name) {
+  const std::vector<std::string> dirs = config_dirs(paths);
   if (!name.empty()) {
     if (std::find(dirs.begin(), dirs.end(), name) != dirs.end()) return name;
   } else if (dirs.size() == 1) {
@@ -56,44 +69,61 @@ std::string converted_config_dir(const std::string& repo, const std::vector<std:
                               list + (name.empty() ? "" : ")"));
 }
 
+// A revision of a dataset repo as far as choosing its files needs: its file list and its card. Offline from
+// the cached snapshot refs/<revision> names; online the Hub's file list, then the card (fetched alone).
+struct Listing {
+  std::string commit;
+  fs::path snapshot;  // offline: the cached snapshot, which holds the files; online: empty
+  std::vector<std::string> paths;
+  std::string readme;
+};
+
+Listing list_revision(const std::string& repo, const std::string& revision) {
+  Listing l;
+  if (hub::hub_offline()) {
+    const hub::RepoCache cache(hub::hub_cache_dir(), hub::RepoType::Dataset, repo);
+    const auto commit = cache.commit_of(revision);
+    std::error_code ec;
+    if (!commit || !fs::is_directory(cache.snapshot(*commit), ec))
+      throw hub::HubError("dataset " + repo + " is not in the cache (" + hub::hub_cache_dir() +
+                          ") and this is offline: run `tunebench-cli download " + repo + " --repo-type dataset` where the Hub can be reached");
+    l.commit = *commit;
+    l.snapshot = cache.snapshot(*commit);
+    l.paths = hub::snapshot_files(l.snapshot);
+    if (fs::exists(l.snapshot / "README.md")) l.readme = read_text(l.snapshot / "README.md");
+    return l;
+  }
+  hub::DownloadOptions o = revision_options(repo, revision);
+  const hub::DownloadPlan plan = hub::plan_download(o);
+  l.commit = plan.commit;
+  l.paths = plan.paths;
+  if (std::find(l.paths.begin(), l.paths.end(), "README.md") != l.paths.end()) {
+    o.include = {"README.md"};
+    l.readme = read_text(fs::path(hub::download(o).folder) / "README.md");
+  }
+  return l;
+}
+
 struct Located {
   fs::path snapshot;
   data::ResolvedSplit split;
 };
 
-// The split's files in the cache: offline from the snapshot refs/<revision> names; online the Hub's file
-// list, then the card, then those files (a file already cached is not fetched again).
+// The split's files in the cache: offline the snapshot's; online fetched (a file already cached is not
+// fetched again).
 Located locate(const HubDatasetRequest& r, const std::string& revision, const HubProgress& progress) {
-  const std::string& data_dir = r.data_dir;
-  if (hub::hub_offline()) {
-    const hub::RepoCache cache(hub::hub_cache_dir(), hub::RepoType::Dataset, r.repo);
-    const auto commit = cache.commit_of(revision);
-    std::error_code ec;
-    if (!commit || !fs::is_directory(cache.snapshot(*commit), ec))
-      throw hub::HubError("dataset " + r.repo + " is not in the cache (" + hub::hub_cache_dir() +
-                          ") and this is offline: run `tunebench-cli download " + r.repo + " --repo-type dataset` where the Hub can be reached");
-    const fs::path snapshot = cache.snapshot(*commit);
-    const auto paths = hub::snapshot_files(snapshot);
-    const std::string readme = fs::exists(snapshot / "README.md") ? read_text(snapshot / "README.md") : std::string();
-    return {snapshot, data::resolve_dataset_split(r.repo, paths, readme, r.config_name, r.split, data_dir, r.data_files)};
-  }
-  hub::DownloadOptions o;
-  o.repo_id = r.repo;
-  o.type = hub::RepoType::Dataset;
-  o.revision = revision;
-  const auto report = [&](const hub::DownloadProgress& p) {
-    if (progress) progress(r.repo, p);
-  };
-  const hub::DownloadPlan plan = hub::plan_download(o);
-  std::string readme;
-  if (std::find(plan.paths.begin(), plan.paths.end(), "README.md") != plan.paths.end()) {
-    o.include = {"README.md"};
-    readme = read_text(fs::path(hub::download(o).folder) / "README.md");
-  }
+  const Listing l = list_revision(r.repo, revision);
   Located at;
-  at.split = data::resolve_dataset_split(r.repo, plan.paths, readme, r.config_name, r.split, data_dir, r.data_files);
+  at.split = data::resolve_dataset_split(r.repo, l.paths, l.readme, r.config_name, r.split, r.data_dir, r.data_files);
+  if (!l.snapshot.empty()) {
+    at.snapshot = l.snapshot;
+    return at;
+  }
+  hub::DownloadOptions o = revision_options(r.repo, revision);
   o.include = at.split.files;
-  at.snapshot = hub::download(o, report).folder;
+  at.snapshot = hub::download(o, [&](const hub::DownloadProgress& p) {
+                  if (progress) progress(r.repo, p);
+                }).folder;
   return at;
 }
 
@@ -105,18 +135,12 @@ Located locate_any(const HubDatasetRequest& r, const HubProgress& progress) {
     const std::string what = e.what();
     if (what.find("loading script") == std::string::npos) throw;
     HubDatasetRequest converted = r;
-    hub::DownloadOptions o;
-    o.repo_id = r.repo;
-    o.type = hub::RepoType::Dataset;
-    o.revision = kConvertedRevision;
     std::vector<std::string> paths;
-    if (hub::hub_offline()) {
-      const hub::RepoCache cache(hub::hub_cache_dir(), hub::RepoType::Dataset, r.repo);
-      const auto commit = cache.commit_of(kConvertedRevision);
-      if (!commit) throw hub::HubError(what + ", which is not in the cache and this is offline");
-      paths = hub::snapshot_files(cache.snapshot(*commit));
-    } else {
-      paths = hub::plan_download(o).paths;
+    try {
+      paths = list_revision(r.repo, kConvertedRevision).paths;
+    } catch (const hub::HubError&) {
+      if (!hub::hub_offline()) throw;
+      throw hub::HubError(what + ", which is not in the cache and this is offline");
     }
     converted.data_dir = converted_config_dir(r.repo, paths, r.config_name);
     converted.config_name.clear();
@@ -142,63 +166,31 @@ std::unique_ptr<data::RowStream> open_hub_dataset(const HubDatasetRequest& reque
 
 HubDatasetInfo inspect_hub_dataset(const HubDatasetRequest& request) {
   HubDatasetInfo info;
-  std::string revision = "main";
-  std::vector<std::string> paths;
-  std::string readme, config_name = request.config_name, data_dir = request.data_dir;
-  fs::path snapshot;  // offline: the cached snapshot read
-  hub::DownloadOptions o;
-  o.repo_id = request.repo;
-  o.type = hub::RepoType::Dataset;
-  const auto list = [&] {
-    o.revision = revision;
-    o.include.clear();
-    if (hub::hub_offline()) {
-      const hub::RepoCache cache(hub::hub_cache_dir(), hub::RepoType::Dataset, request.repo);
-      const auto commit = cache.commit_of(revision);
-      if (!commit) throw hub::HubError("dataset " + request.repo + " is not in the cache and this is offline");
-      info.commit = *commit;
-      snapshot = cache.snapshot(*commit);
-      paths = hub::snapshot_files(snapshot);
-      readme = fs::exists(snapshot / "README.md") ? read_text(snapshot / "README.md") : std::string();
-      return;
-    }
-    const hub::DownloadPlan plan = hub::plan_download(o);
-    info.commit = plan.commit;
-    paths = plan.paths;
-    readme.clear();
-    if (std::find(paths.begin(), paths.end(), "README.md") != paths.end()) {
-      o.include = {"README.md"};
-      readme = read_text(fs::path(hub::download(o).folder) / "README.md");
-    }
-  };
-  list();
-  info.configs = data::dataset_config_names(readme);
+  std::string revision = "main", config_name = request.config_name, data_dir = request.data_dir;
+  Listing l = list_revision(request.repo, revision);
+  info.configs = data::dataset_config_names(l.readme);
   try {
-    info.splits = data::dataset_splits(request.repo, paths, readme, config_name, data_dir, request.data_files);
+    info.splits = data::dataset_splits(request.repo, l.paths, l.readme, config_name, data_dir, request.data_files);
   } catch (const std::invalid_argument& e) {
     if (std::string(e.what()).find("loading script") == std::string::npos) throw;
     // A script dataset: what the Hub's Parquet copy holds, a folder a config.
     revision = kConvertedRevision;
     info.converted = true;
-    list();
-    std::vector<std::string> dirs;
-    for (const auto& p : paths)
-      if (const auto slash = p.find('/'); slash != std::string::npos) dirs.push_back(p.substr(0, slash));
-    std::sort(dirs.begin(), dirs.end());
-    dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
-    info.configs = dirs;
-    data_dir = converted_config_dir(request.repo, paths, config_name);
+    l = list_revision(request.repo, revision);
+    info.configs = config_dirs(l.paths);
+    data_dir = converted_config_dir(request.repo, l.paths, config_name);
     config_name.clear();
-    info.splits = data::dataset_splits(request.repo, paths, readme, config_name, data_dir, request.data_files);
+    info.splits = data::dataset_splits(request.repo, l.paths, l.readme, config_name, data_dir, request.data_files);
   }
-  const auto split = data::resolve_dataset_split(request.repo, paths, readme, config_name, request.split, data_dir,
+  info.commit = l.commit;
+  const auto split = data::resolve_dataset_split(request.repo, l.paths, l.readme, config_name, request.split, data_dir,
                                                  request.data_files);
   info.files = split.files;
-  if (!snapshot.empty()) {
+  if (!l.snapshot.empty()) {
     std::error_code ec;
-    for (const auto& f : split.files) info.bytes += int64_t(fs::file_size(snapshot / f, ec));
+    for (const auto& f : split.files) info.bytes += int64_t(fs::file_size(l.snapshot / f, ec));
   } else {
-    o.revision = revision;
+    hub::DownloadOptions o = revision_options(request.repo, revision);
     o.include = split.files;
     const hub::DownloadPlan plan = hub::plan_download(o);
     info.bytes = plan.bytes;
